@@ -1,0 +1,62 @@
+"""One table of named mechanism configurations drives the equivalence, distribution and
+no-retrace tests (STYLE.md, "Tests: table-driven")."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """A mechanism structure plus a sampler of its numeric parameters."""
+
+    id: str
+    name: str
+    static: dict
+    numeric: Callable[[np.random.Generator], dict]
+    has_cutoff: bool = True
+
+
+def _eps_c(rng):
+    return {"epsilon": float(rng.uniform(0.2, 4.0)), "c": int(rng.integers(1, 6))}
+
+
+def _eps(rng):
+    return {"epsilon": float(rng.uniform(0.2, 4.0))}
+
+
+def _eps_c_eps3(rng):
+    d = _eps_c(rng)
+    d["eps3"] = float(d["epsilon"] * rng.uniform(0.1, 0.5))
+    return d
+
+
+CASES = [
+    Case("lyu-alg1", "lyu-alg1", {}, _eps_c),
+    Case("dpbook", "dpbook", {}, _eps_c),
+    Case("roth11", "roth11", {}, _eps_c),
+    Case("lee-clifton", "lee-clifton", {}, _eps_c),
+    Case("stoddard", "stoddard", {}, _eps, has_cutoff=False),
+    Case("chen", "chen", {}, _eps, has_cutoff=False),
+    Case("svt-s", "svt-s", {}, _eps_c),
+    Case("svt-s-monotonic", "svt-s", {"monotonic": True}, _eps_c),
+    Case("svt-s-1:1", "svt-s", {"allocation": "1:1"}, _eps_c),
+    Case("svt-s-1:3-monotonic", "svt-s", {"allocation": "1:3", "monotonic": True}, _eps_c),
+    Case("svt-s-1:c", "svt-s", {"allocation": "1:c"}, _eps_c),
+    Case("svt-s-eps3", "svt-s", {}, _eps_c_eps3),
+    Case("svt-s-eps3-monotonic", "svt-s", {"monotonic": True}, _eps_c_eps3),
+]
+
+
+def case_ids():
+    return [c.id for c in CASES]
+
+
+def build(case: Case, rng: np.random.Generator, **overrides: Any):
+    import svtjax
+
+    params = {**case.static, **case.numeric(rng), **overrides}
+    return svtjax.get(case.name, **params)
