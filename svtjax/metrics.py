@@ -1,0 +1,511 @@
+"""Utility of a top-c selection, one number per trial, plus summaries across trials.
+
+Every metric has the signature ``f(selected, scores, c) -> float[...]``:
+
+* ``selected``: int ``[..., k]``, the picked item indices of each trial in stream order, padded
+  with -1 (what :func:`svtjax.selected` returns). Any number of leading batch axes.
+* ``scores``: real ``[n]``, the true score (support) of every item.
+* ``c``: the size of the true top-c set the mechanism is asked to find (a Python int or a traced
+  integer scalar: a sweep over ``c`` compiles once). Concrete inputs are validated (``1 <= c <=
+  n``, indices in ``[-1, n)``, finite scores); traced ones cannot be and must already be valid.
+
+All metrics are pure ``jax.numpy``, jit-able and vectorised over the batch axes (no Python loop
+over trials), so they can serve as a ``reduce=`` function of :func:`svtjax.simulate`.
+
+Definitions. Let ``s_(1) >= s_(2) >= ... >= s_(n)`` be the scores sorted in decreasing order,
+``t = s_(c)`` the c-th largest score, and ``S`` the *answer set* of a trial (see "Which picks
+count" below). ``TP`` is the number of true positives under the tie rule below; without ties it
+is ``|S ∩ Top-c|``.
+
+====================  ==========================================================================
+``precision``         ``TP / |S|``; 0 when ``S`` is empty (scikit-learn's ``zero_division=0``).
+``recall``            ``TP / c``.
+``f1``                F-measure, harmonic mean of precision and recall: ``2 TP / (|S| + c)``;
+                      0 when ``S`` is empty.
+``fnr``               false negative rate, the fraction of the true top-c missed: ``1 - TP / c``
+                      (Lyu et al. 2017, Sec. 5).
+``ser``               support error rate ``1 - sum_{i in S} s_i / sum_{j<=c} s_(j)`` (Lyu et al.
+                      2017, Sec. 5, extended to ``|S| < c`` as in DESIGN.md: a missing pick
+                      counts as zero support; equals ``1 - avgSup(S)/avgSup(Top-c)`` when
+                      ``|S| = c``). An empty answer scores 1.
+``ncs``               normalized cumulative support ``sum_{i in S} s_i / sum_{j<=c} s_(j)``
+                      (slides); identically ``1 - ser``.
+``ncr``               normalized cumulative rank: the item at rank r (1 = highest score) earns
+                      relevance ``max(c - r + 1, 0)`` (top item c, next c-1, ..., c-th item 1,
+                      the rest 0); ``ncr = sum_{i in S} rel(i) / (c (c + 1) / 2)``.
+====================  ==========================================================================
+
+Tie rule (exactly equal scores). The true top-c is defined by score, not by index, so when
+several items tie at the c-th score, *any* set of c items with the largest total score is a
+valid Top-c: it holds every item with ``s_i > t`` plus any ``c - #{s_j > t}`` of the items with
+``s_i = t``. The metrics never break a tie by index; all of them depend on ``S`` only through
+the scores of its members, and every valid Top-c scores ``precision = recall = f1 = ncs = ncr = 1``
+and ``fnr = ser = 0``, while no answer of at most c picks scores better.
+
+* Set metrics (precision, recall, F1, FNR) use the valid Top-c that best matches ``S``:
+  ``TP = max_T |S ∩ T| = |{i in S: s_i > t}| + min(|{i in S: s_i = t}|, c - #{j: s_j > t})``.
+  Any tied item fills a slot at the c-th score, but there are only as many slots as the Top-c
+  has left there: for scores (5, 3, 3) and c = 2 the answer {1, 2} has TP = 1 (it misses the
+  top item whichever tie is "true"), while {0, 1} and {0, 2} both have TP = 2.
+* Score metrics (SER, NCS, NCR) credit each pick by its score. SER/NCS sum supports, which tied
+  items share by definition. NCR gives every member of a tie group the same relevance: a group
+  occupying sorted positions ``a..b`` earns the mean of ``c - p + 1`` over the positions ``p`` in
+  ``a..min(b, c)`` (0 if ``a > c``). Inside the top-c this is the usual mid-rank; for a group
+  straddling position c it is the mean relevance of the Top-c slots the group fills, so a tied
+  item counts like the c-th item, as it does for SER. (For (5, 3, 3), c = 2: relevances 2, 1, 1;
+  ``ncr({1, 2}) = 2/3``, ``ncs({1, 2}) = 6/8``.)
+
+Which picks count (the answer set ``S``). Entries outside ``[0, n)`` (the -1 padding) are not
+picks. A repeated index counts once, at its first occurrence (SVT outputs never repeat an item;
+the rule only makes the metrics total). Only the first ``c`` distinct picks in stream order form
+the answer: a top-c query is answered by at most c items, which SVT's cut-off guarantees, and
+for mechanisms without a cut-off (``stoddard``, ``chen``) the first c ⊤ are the answer. Hence
+``|S| <= c``, ``TP <= c``, and every metric lies in [0, 1] (``ser``/``ncs`` for non-negative
+scores). Scores may be any finite reals for the set metrics and NCR; SER/NCS assume supports
+(``>= 0``) with a positive top-c total, checked when the inputs are concrete.
+
+References:
+  Min Lyu, Dong Su, Ninghui Li. Understanding the Sparse Vector Technique for Differential
+  Privacy. PVLDB 10(6), 2017, Section 5 ("Utility Measures": FNR and SER).
+  Slides of the same paper, "Evaluation Metrics": F-Measure ("harmonic mean of precision and
+  recall of the computed item set and the ground truth item set"), Normalized Cumulative Gain
+  ``NCG = sum_{q in U_A(D)} rel(q) / c`` with NCR ("highest one has rank N, and the next one has
+  rank N - 1 ... normalized by the maximum score N(N + 1)/2") and NCS
+  (``sum_{q in U_A(D)} q(D) / sum_{q in U_T} q(D)``). Reading of the (extracted) slides: NCG's
+  generic normaliser is shown as c, but each instantiation is normalised by its ideal value
+  (the top-c's), which is what is implemented; the slides' N is the number of items to select,
+  c (so NCR's ideal is c(c + 1)/2); ``U_T`` is the true top-c set; their plots show
+  ``1.0 - NCS``, i.e. SER.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import scipy.stats
+
+from svtjax import _validate
+from svtjax._pytree import is_concrete
+from svtjax._types import Array, ArrayLike
+
+__all__ = [
+    "METRICS",
+    "Summary",
+    "evaluate",
+    "f1",
+    "fnr",
+    "ncr",
+    "ncs",
+    "precision",
+    "recall",
+    "ser",
+    "summary",
+]
+
+
+class _Counts(NamedTuple):
+    """Per-trial sufficient statistics of an answer set ``S`` (shapes ``[...]``)."""
+
+    size: Array  # |S|, int
+    tp: Array  # max over valid top-c sets T of |S & T|, int
+    support: Array  # sum_{i in S} s_i, float
+    relevance: Array  # sum_{i in S} NCR relevance, float
+    top_support: Array  # sum of the c largest scores, float scalar
+
+
+def _float_dtype(scores: Array) -> Any:
+    if jnp.issubdtype(scores.dtype, jnp.floating):
+        return scores.dtype
+    return jax.dtypes.canonicalize_dtype(jnp.float64)
+
+
+def _item_tables(scores: Array, c: Array, dtype: Any) -> tuple[Array, Array, Array, Array, Array]:
+    """Per item: above (s_i > t), at (s_i == t), NCR relevance; slots at t; top-c support."""
+    n = scores.shape[0]
+    ascending = jnp.sort(scores)
+    # Sorted (decreasing) positions a..b, 1-based, occupied by each item's tie group.
+    first = (n + 1 - jnp.searchsorted(ascending, scores, side="right")).astype(jnp.int32)
+    last = (n - jnp.searchsorted(ascending, scores, side="left")).astype(jnp.int32)
+    above = last < c  # s_i > t: in every valid top-c set
+    at = (first <= c) & (last >= c)  # s_i == t: fills one of the slots left at the c-th score
+    threshold = ascending[n - c]
+    slots = c - (n - jnp.searchsorted(ascending, threshold, side="right")).astype(jnp.int32)
+    hi = jnp.minimum(last, c)
+    relevance = jnp.where(first <= c, (2 * c + 2 - first - hi).astype(dtype) / 2, 0)
+    descending = ascending[::-1].astype(dtype)
+    top_support = jnp.sum(jnp.where(jnp.arange(n, dtype=jnp.int32) < c, descending, 0))
+    return above, at, slots, relevance.astype(dtype), top_support
+
+
+_PAIRWISE_MAX_K = 128
+"""Widths up to this find repeated picks by all-pairs comparison (k^2 work, but 2-5x faster than
+two sorts on CPU for k <= 300); wider selections sort."""
+
+
+def _repeat_pairwise(key: Array) -> Array:
+    k = key.shape[-1]
+    earlier = jnp.arange(k)[None, :] < jnp.arange(k)[:, None]
+    return jnp.any((key[..., :, None] == key[..., None, :]) & earlier, axis=-1)
+
+
+def _repeat_sorted(key: Array) -> Array:
+    order = jnp.argsort(key, axis=-1, stable=True)  # equal indices stay in stream order
+    ranked = jnp.take_along_axis(key, order, axis=-1)
+    repeat = jnp.concatenate(
+        [jnp.zeros_like(ranked[..., :1], dtype=bool), ranked[..., 1:] == ranked[..., :-1]],
+        axis=-1)
+    return jnp.take_along_axis(repeat, jnp.argsort(order, axis=-1), axis=-1)
+
+
+def _answer_mask(selected: Array, n: int, c: Array) -> Array:
+    """True at the picks forming ``S``: valid, first occurrence, among the first c such."""
+    valid = (selected >= 0) & (selected < n)
+    key = jnp.where(valid, selected, -1)
+    if key.shape[-1] <= _PAIRWISE_MAX_K:
+        repeat = _repeat_pairwise(key)
+    else:
+        repeat = _repeat_sorted(key)
+    keep = valid & ~repeat
+    return keep & (jnp.cumsum(keep, axis=-1, dtype=jnp.int32) <= c)
+
+
+def _counts(selected: Array, scores: Array, c: Array) -> _Counts:
+    dtype = _float_dtype(scores)
+    n = scores.shape[0]
+    above, at, slots, relevance, top_support = _item_tables(scores, c, dtype)
+    keep = _answer_mask(selected, n, c)
+    idx = jnp.clip(selected, 0, n - 1)
+    zero = jnp.zeros((), dtype)
+    tied = jnp.sum(keep & at[idx], axis=-1, dtype=jnp.int32)
+    return _Counts(
+        size=jnp.sum(keep, axis=-1, dtype=jnp.int32),
+        tp=jnp.sum(keep & above[idx], axis=-1, dtype=jnp.int32) + jnp.minimum(tied, slots),
+        support=jnp.sum(jnp.where(keep, scores.astype(dtype)[idx], zero), axis=-1),
+        relevance=jnp.sum(jnp.where(keep, relevance[idx], zero), axis=-1),
+        top_support=top_support,
+    )
+
+
+@jax.jit
+def _evaluate(selected: Array, scores: Array, c: Array) -> dict[str, Array]:
+    """Every metric from one pass; under an outer ``jit`` the unused ones are dead code."""
+    c = jnp.asarray(c).astype(jnp.int32)
+    k = _counts(selected, scores, c)
+    dtype = k.support.dtype
+    tp, size, cf = k.tp.astype(dtype), k.size.astype(dtype), c.astype(dtype)
+    recall_ = tp / cf
+    ncs_ = k.support / k.top_support
+    return {
+        "precision": jnp.where(size > 0, tp / jnp.maximum(size, 1), 0),
+        "recall": recall_,
+        "f1": 2 * tp / (size + cf),
+        "fnr": 1 - recall_,
+        "ser": 1 - ncs_,
+        "ncr": k.relevance / (cf * (cf + 1) / 2),
+        "ncs": ncs_,
+    }
+
+
+def _prepare(selected: ArrayLike, scores: ArrayLike, c: Any, *, needs_support: bool = False
+             ) -> tuple[Array, Array, Any]:
+    """Checks shapes always, values when concrete; returns jnp arrays."""
+    host_scores = None
+    if is_concrete(scores):
+        host_scores = _validate.finite_vector("scores", scores)
+    scores = jnp.asarray(scores)
+    if scores.ndim != 1 or scores.shape[0] == 0:
+        raise ValueError(f"scores must have shape (n,) with n >= 1; got {scores.shape}")
+    n = scores.shape[0]
+    selected = jnp.asarray(selected) if not isinstance(selected, np.ndarray) else selected
+    if not jnp.issubdtype(selected.dtype, jnp.integer):
+        raise TypeError("selected must be an integer array [..., k] of item indices padded with "
+                        f"-1 (as svtjax.selected returns); got dtype {selected.dtype}")
+    if selected.ndim < 1:
+        raise ValueError("selected must have shape [..., k] (k picks per trial); got a scalar")
+    if is_concrete(c):
+        _validate.integer("c", c, minimum=1)
+        if np.ndim(c) != 0:
+            raise ValueError(f"c must be a scalar; got shape {np.shape(c)}")
+        if int(c) > n:
+            raise ValueError(f"c must be at most the number of items n={n}; got c={int(c)}")
+    elif jnp.ndim(c) != 0:
+        raise ValueError(f"c must be a scalar; got shape {jnp.shape(c)}")
+    if is_concrete(selected) and selected.size:
+        lo, hi = (int(v) for v in _range(selected))
+        if lo < -1 or hi >= n:
+            raise ValueError(f"selected must hold item indices in [0, {n}) or -1 (padding); "
+                             f"got values in [{lo}, {hi}]")
+    if needs_support and host_scores is not None and is_concrete(c):
+        top = float(np.sort(host_scores.astype(float))[::-1][: int(c)].sum())
+        if not top > 0:
+            raise ValueError("ser/ncs divide by the total score of the true top-c, which must be "
+                             f"positive (scores are supports, >= 0); got {top!r} for c={int(c)}")
+    if is_concrete(c):
+        c = np.int32(c)  # one cache entry for Python ints, numpy and jax integers alike
+    return jnp.asarray(selected).astype(jnp.int32), scores, c
+
+
+def _range(selected: Any) -> tuple[Any, Any]:
+    if isinstance(selected, np.ndarray):
+        return selected.min(), selected.max()
+    return jax.device_get(_min_max(selected))
+
+
+@jax.jit
+def _min_max(x: Array) -> tuple[Array, Array]:
+    return jnp.min(x), jnp.max(x)
+
+
+def evaluate(selected: ArrayLike, scores: ArrayLike, c: Any) -> dict[str, Array]:
+    """Every metric of :data:`METRICS` in one pass.
+
+    Args:
+      selected: int ``[..., k]``, picked item indices in stream order, padded with -1.
+      scores: real ``[n]``, the true item scores (non-negative supports, for SER/NCS).
+      c: size of the true top-c set, ``1 <= c <= n``.
+
+    Returns:
+      A dict metric name -> float ``[...]``.
+
+    Raises:
+      ValueError, TypeError: as the individual metrics.
+    """
+    return _evaluate(*_prepare(selected, scores, c, needs_support=True))
+
+
+def precision(selected: ArrayLike, scores: ArrayLike, c: Any) -> Array:
+    """Fraction of the answer set that belongs to the true top-c.
+
+    ``precision = TP / |S|``, 0 for an empty answer (no picks), following scikit-learn's
+    ``zero_division=0``. With ties at the c-th score, TP counts matches against the valid Top-c
+    that best matches the answer (module docstring, "Tie rule").
+
+    Args:
+      selected: int ``[..., k]``, picked item indices in stream order, padded with -1.
+      scores: real ``[n]``, the true item scores.
+      c: size of the true top-c set, ``1 <= c <= n``.
+
+    Returns:
+      float ``[...]``, in [0, 1].
+
+    Raises:
+      ValueError, TypeError: on bad shapes, dtypes, ``c`` or (concrete) out-of-range indices.
+
+    References:
+      Lyu, Su, Li 2017 slides, "Evaluation Metrics: F-Measure".
+    """
+    return _evaluate(*_prepare(selected, scores, c))["precision"]
+
+
+def recall(selected: ArrayLike, scores: ArrayLike, c: Any) -> Array:
+    """Fraction of the true top-c found: ``TP / c``.
+
+    With ties at the c-th score, the true top-c is any set of c items of largest total score, and
+    ``c - TP`` is the number missed from the best-matching such set (module docstring).
+
+    Args:
+      selected: int ``[..., k]``, picked item indices in stream order, padded with -1.
+      scores: real ``[n]``, the true item scores.
+      c: size of the true top-c set, ``1 <= c <= n``.
+
+    Returns:
+      float ``[...]``, in [0, 1].
+
+    References:
+      Lyu, Su, Li 2017 slides, "Evaluation Metrics: F-Measure".
+    """
+    return _evaluate(*_prepare(selected, scores, c))["recall"]
+
+
+def f1(selected: ArrayLike, scores: ArrayLike, c: Any) -> Array:
+    """F-measure: harmonic mean of precision and recall, ``2 TP / (|S| + c)``.
+
+    The closed form needs no special case: an empty answer scores 0.
+
+    Args:
+      selected: int ``[..., k]``, picked item indices in stream order, padded with -1.
+      scores: real ``[n]``, the true item scores.
+      c: size of the true top-c set, ``1 <= c <= n``.
+
+    Returns:
+      float ``[...]``, in [0, 1].
+
+    References:
+      Lyu, Su, Li 2017 slides, "Evaluation Metrics: F-Measure" ("harmonic mean of precision and
+      recall of the computed item set and the ground truth item set").
+    """
+    return _evaluate(*_prepare(selected, scores, c))["f1"]
+
+
+def fnr(selected: ArrayLike, scores: ArrayLike, c: Any) -> Array:
+    """False negative rate, the fraction of the true top-c missed: ``1 - TP / c``.
+
+    Args:
+      selected: int ``[..., k]``, picked item indices in stream order, padded with -1.
+      scores: real ``[n]``, the true item scores.
+      c: size of the true top-c set, ``1 <= c <= n``.
+
+    Returns:
+      float ``[...]``, in [0, 1]; ``1 - recall``.
+
+    References:
+      Lyu, Su, Li 2017, Section 5, "Utility Measures": "False negative rate (FNR), i.e., the
+      fraction of true top-c frequent items that are missed".
+    """
+    return _evaluate(*_prepare(selected, scores, c))["fnr"]
+
+
+def ncs(selected: ArrayLike, scores: ArrayLike, c: Any) -> Array:
+    """Normalized cumulative support: ``sum_{i in S} s_i / sum_{j <= c} s_(j)``.
+
+    Missing picks (``|S| < c``) contribute zero support. Scores are supports (``>= 0``) and the
+    top-c total must be positive; this is checked when the inputs are concrete.
+
+    Args:
+      selected: int ``[..., k]``, picked item indices in stream order, padded with -1.
+      scores: real ``[n]``, the true item scores (non-negative supports).
+      c: size of the true top-c set, ``1 <= c <= n``.
+
+    Returns:
+      float ``[...]``, in [0, 1]; ``1 - ser``.
+
+    References:
+      Lyu, Su, Li 2017 slides, "Evaluation Metrics: Normalized Cumulative Gain", NCS:
+      ``NCS(U_A(D)) = sum_{q in U_A(D)} q(D) / sum_{q in U_T} q(D)``.
+    """
+    return _evaluate(*_prepare(selected, scores, c, needs_support=True))["ncs"]
+
+
+def ser(selected: ArrayLike, scores: ArrayLike, c: Any) -> Array:
+    """Support error rate: ``1 - sum_{i in S} s_i / sum_{j <= c} s_(j)``.
+
+    Equals Lyu et al.'s ``1 - avgSup(S) / avgSup(Top_c)`` when ``|S| = c``; for ``|S| < c`` the
+    missing picks count as zero support (DESIGN.md, "Metrics"), so an empty answer scores 1.
+
+    Args:
+      selected: int ``[..., k]``, picked item indices in stream order, padded with -1.
+      scores: real ``[n]``, the true item scores (non-negative supports).
+      c: size of the true top-c set, ``1 <= c <= n``.
+
+    Returns:
+      float ``[...]``, in [0, 1].
+
+    References:
+      Lyu, Su, Li 2017, Section 5, "Utility Measures", and Table 3 / Figure 3 (SER of top-c
+      selection).
+    """
+    return _evaluate(*_prepare(selected, scores, c, needs_support=True))["ser"]
+
+
+def ncr(selected: ArrayLike, scores: ArrayLike, c: Any) -> Array:
+    """Normalized cumulative rank: rank relevance summed over ``S``, divided by ``c (c + 1) / 2``.
+
+    The item at rank r (1 = highest score) earns ``max(c - r + 1, 0)``: the top item c, the next
+    c - 1, ..., the c-th item 1, items below the top-c nothing. Tied items share the mean
+    relevance of the top-c positions their group fills (module docstring), so every valid top-c
+    set scores 1.
+
+    Args:
+      selected: int ``[..., k]``, picked item indices in stream order, padded with -1.
+      scores: real ``[n]``, the true item scores.
+      c: size of the true top-c set, ``1 <= c <= n``.
+
+    Returns:
+      float ``[...]``, in [0, 1].
+
+    References:
+      Lyu, Su, Li 2017 slides, "Evaluation Metrics: Normalized Cumulative Gain", NCR: "Highest
+      one has rank N, and the next one has rank N - 1. Normalized by the maximum score
+      N(N + 1)/2" (N = c).
+    """
+    return _evaluate(*_prepare(selected, scores, c))["ncr"]
+
+
+METRICS: dict[str, Callable[[ArrayLike, ArrayLike, Any], Array]] = {
+    "precision": precision,
+    "recall": recall,
+    "f1": f1,
+    "fnr": fnr,
+    "ser": ser,
+    "ncr": ncr,
+    "ncs": ncs,
+}
+"""Metric name -> ``f(selected, scores, c)``; the names used in sweep results."""
+
+
+class Summary(NamedTuple):
+    """Mean of a metric across trials with its spread and a confidence interval.
+
+    Attributes:
+      mean: sample mean.
+      std: sample standard deviation (ddof = 1; NaN for one trial).
+      sem: standard error of the mean, ``std / sqrt(num_trials)``.
+      lower: lower end of the confidence interval for the mean.
+      upper: upper end of the confidence interval for the mean.
+      num_trials: number of trials summarised (a Python int).
+    """
+
+    mean: Array
+    std: Array
+    sem: Array
+    lower: Array
+    upper: Array
+    num_trials: int
+
+
+def summary(values: ArrayLike, confidence: float = 0.95, *, axis: int = 0,
+            method: str = "t") -> Summary:
+    """Mean, standard deviation, standard error and confidence interval across trials.
+
+    The interval is ``mean ± q * sem`` with ``q`` the ``(1 + confidence) / 2`` quantile of
+    Student's t with ``num_trials - 1`` degrees of freedom (``method="t"``, exact for normal
+    per-trial values and the right choice for Lyu et al.'s 100 trials) or of the standard normal
+    (``method="normal"``, the large-sample approximation; the two agree to 3 digits beyond
+    ~1000 trials). NaNs propagate.
+
+    Args:
+      values: float array; one metric value per trial along ``axis`` (any other axes are kept,
+        e.g. a sweep grid).
+      confidence: two-sided coverage of the interval, in (0, 1).
+      axis: the trial axis (0, the leading trial axis of ``svtjax.simulate``, by default).
+      method: ``"t"`` or ``"normal"``.
+
+    Returns:
+      A :class:`Summary` whose array fields have ``values``' shape without ``axis``.
+
+    Raises:
+      ValueError: if ``confidence`` is not in (0, 1), ``method`` is unknown, or there are no
+        trials along ``axis``.
+    """
+    _validate.probability("confidence", confidence)
+    _validate.one_of("method", method, ("t", "normal"))
+    values = jnp.asarray(values)
+    if not jnp.issubdtype(values.dtype, jnp.floating):
+        values = values.astype(jax.dtypes.canonicalize_dtype(jnp.float64))
+    if values.ndim == 0:
+        raise ValueError("values must have a trial axis; got a scalar")
+    axis = axis % values.ndim
+    num = values.shape[axis]
+    if num < 1:
+        raise ValueError(f"values must hold at least one trial along axis {axis}; got shape "
+                         f"{values.shape}")
+    p = (1 + float(confidence)) / 2
+    if method == "t":
+        q = float(scipy.stats.t.ppf(p, num - 1)) if num > 1 else math.nan
+    else:
+        q = float(scipy.stats.norm.ppf(p))
+    mean, std, sem, lower, upper = _summary(values, axis, q)
+    return Summary(mean, std, sem, lower, upper, num)
+
+
+def _summary(values: Array, axis: int, q: float) -> tuple[Array, ...]:
+    num = values.shape[axis]
+    mean = jnp.mean(values, axis=axis)
+    std = jnp.std(values, axis=axis, ddof=1) if num > 1 else jnp.full_like(mean, jnp.nan)
+    sem = std / math.sqrt(num)
+    half = q * sem
+    return mean, std, sem, mean - half, mean + half
