@@ -27,8 +27,15 @@ from jax import lax
 
 from svtjax._core import Draws, Outcome
 from svtjax._types import Array, DTypeLike, Key
-from svtjax.mechanisms.base import (BLOCK, block_order, block_variates, num_blocks, stream_key,
-                                    stream_order, stream_variates)
+from svtjax.mechanisms.base import (
+    BLOCK,
+    block_order,
+    block_variates,
+    num_blocks,
+    stream_key,
+    stream_order,
+    stream_variates,
+)
 
 RELEASES = ("none", "noisy-query", "answer", "gap")
 
@@ -69,7 +76,6 @@ class SVTScales(NamedTuple):
 class _State(NamedTuple):
     count: Array
     rho: Array
-    perm: Optional[Array]
     answers: Array
     items: Array
     values: Array
@@ -144,27 +150,50 @@ def _sliced_block_draws(draws: Draws, b, n_pad: int) -> _BlockDraws:
 
 # -- one trial, one block ------------------------------------------------------------------
 
-def _fisher_yates_block(perm: Array, order: Array, b) -> tuple[Array, Array]:
-    """Applies the swaps of block ``b``; returns the new permutation and the block's items."""
-    pos = b * BLOCK + jnp.arange(BLOCK, dtype=jnp.int32)
+class _Shuffle(NamedTuple):
+    """Batch-level Fisher–Yates state: the permutation and one pending write."""
 
-    def swap(perm, pj):
-        p, j = pj
-        a, item = perm[p], perm[j]
-        perm = perm.at[p].set(item).at[j].set(a)
-        return perm, item
+    perm: Array  # int32[batch, n_pad]
+    j: Array  # int32[batch]: position of the pending write
+    a: Array  # int32[batch]: value of the pending write
 
-    return lax.scan(swap, perm, (pos, order))
+
+def _shuffle_init(batch: int, n_pad: int) -> _Shuffle:
+    perm = jnp.broadcast_to(jnp.arange(n_pad, dtype=jnp.int32), (batch, n_pad))
+    return _Shuffle(perm, jnp.zeros((batch,), jnp.int32), perm[:, 0])
+
+
+def _fisher_yates_block(fy: _Shuffle, order: Array, b) -> tuple[_Shuffle, Array]:
+    """Applies the swaps of block ``b`` for a batch; returns the state and the block's items.
+
+    Step p swaps perm[p] and perm[j_p]; position p is never touched again, so only the write to
+    perm[j_p] matters. That write is deferred to the next step: a scatter whose update does not
+    depend on a gather from the same buffer in the same iteration stays in place on XLA's CPU
+    backend (otherwise every step copies the whole permutation).
+    """
+    rows = jnp.arange(order.shape[0])
+
+    def step(k, carry):
+        fy, items = carry
+        perm = fy.perm.at[rows, fy.j].set(fy.a, mode="promise_in_bounds")
+        p = b * BLOCK + k
+        j = order[:, k].astype(jnp.int32)
+        item = perm.at[rows, j].get(mode="promise_in_bounds")
+        a = lax.dynamic_index_in_dim(perm, p, axis=1, keepdims=False)
+        items = lax.dynamic_update_index_in_dim(items, item, k, axis=1)
+        return _Shuffle(perm, j, a), items
+
+    items = jnp.zeros(order.shape, jnp.int32)
+    return lax.fori_loop(0, BLOCK, step, (fy, items))
 
 
 def _decide_block(spec: SVTSpec, sc: SVTScales, vectorized: bool, state: _State,
-                  bd: _BlockDraws, b, q_pad: Array, t_pad: Array, n: int) -> _State:
+                  bd: _BlockDraws, items: Optional[Array], b, q_pad: Array, t_pad: Array,
+                  n: int) -> _State:
     dtype = q_pad.dtype
     pos = b * BLOCK + jnp.arange(BLOCK, dtype=jnp.int32)
     valid = pos < n
-    perm = state.perm
-    if perm is not None:
-        perm, items = _fisher_yates_block(perm, bd.order, b)
+    if items is not None:
         q_blk, t_blk = q_pad[items], t_pad[items]
     else:
         items = pos
@@ -223,17 +252,16 @@ def _decide_block(spec: SVTSpec, sc: SVTScales, vectorized: bool, state: _State,
     def put(buf, blk):
         return lax.dynamic_update_slice_in_dim(buf, blk.astype(buf.dtype), at, axis=0)
 
-    return _State(count, rho, perm, put(state.answers, answers), put(state.items, items),
+    return _State(count, rho, put(state.answers, answers), put(state.items, items),
                   put(state.values, values), put(state.cost, cost))
 
 
 # -- batch drivers -------------------------------------------------------------------------
 
-def _init_state(spec, sc, z0, n_pad, dtype, shuffle) -> _State:
+def _init_state(sc, z0, n_pad, dtype) -> _State:
     return _State(
         count=jnp.zeros((), jnp.int32),
         rho=jnp.asarray(sc.threshold, dtype) * z0,
-        perm=jnp.arange(n_pad, dtype=jnp.int32) if shuffle else None,
         answers=jnp.full((n_pad,), -1, jnp.int8),
         items=jnp.full((n_pad,), -1, jnp.int32),
         values=jnp.full((n_pad,), jnp.nan, dtype),
@@ -248,7 +276,8 @@ def _loop(spec, sc, vectorized, z0, get_block, q, t, shuffle) -> Outcome:
     dtype = q.dtype
     q_pad = _padded(q, n_pad)
     t_pad = _padded(t, n_pad)
-    state = jax.vmap(lambda z: _init_state(spec, sc, z, n_pad, dtype, shuffle))(z0)
+    state = jax.vmap(lambda z: _init_state(sc, z, n_pad, dtype))(z0)
+    fy = _shuffle_init(z0.shape[0], n_pad) if shuffle else None
 
     def halted(state):
         if not spec.cutoff:
@@ -256,17 +285,21 @@ def _loop(spec, sc, vectorized, z0, get_block, q, t, shuffle) -> Outcome:
         return state.count >= sc.c
 
     def cond(carry):
-        b, state = carry
+        b, state, _ = carry
         return (b < nb) & ~jnp.all(halted(state))
 
     def body(carry):
-        b, state = carry
+        b, state, fy = carry
         bd = get_block(b)
+        items = None
+        if fy is not None:
+            fy, items = _fisher_yates_block(fy, bd.order, b)
         state = jax.vmap(
-            lambda s, d: _decide_block(spec, sc, vectorized, s, d, b, q_pad, t_pad, n))(state, bd)
-        return b + 1, state
+            lambda s, d, i: _decide_block(spec, sc, vectorized, s, d, i, b, q_pad, t_pad, n)
+        )(state, bd, items)
+        return b + 1, state, fy
 
-    _, state = lax.while_loop(cond, body, (jnp.int32(0), state))
+    _, state, _ = lax.while_loop(cond, body, (jnp.int32(0), state, fy))
     return Outcome(state.answers[:, :n], state.items[:, :n], state.values[:, :n],
                    state.cost[:, :n])
 
