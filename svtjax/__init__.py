@@ -10,7 +10,7 @@ Public surface (DESIGN.md, "Core contracts"):
 * ``svtjax.reference`` — plain numpy loops written from the papers.
 """
 
-from svtjax import accounting, budget, mechanisms, noise, reference
+from svtjax import accounting, budget, datasets, mechanisms, metrics, noise, reference
 from svtjax._core import Draws, Outcome, selected
 from svtjax.accounting import Guarantee, NotPrivate, PureDP
 from svtjax.mechanisms import get, names
@@ -26,8 +26,10 @@ __all__ = [
     "PureDP",
     "accounting",
     "budget",
+    "datasets",
     "get",
     "mechanisms",
+    "metrics",
     "names",
     "noise",
     "reference",

@@ -54,8 +54,8 @@ def _mesh(num_devices: int) -> Mesh:
     return Mesh(np.asarray(jax.devices()[:num_devices]), ("trials",))
 
 
-@functools.partial(jax.jit, static_argnames=("chunk", "shuffle", "reduce", "num_devices"))
-def _run_chunk(mech, queries, thresholds, root, start, trials, *, chunk, shuffle, reduce,
+@functools.partial(jax.jit, static_argnames=("chunk", "shuffle", "num_devices"))
+def _run_chunk(mech, queries, thresholds, root, start, trials, reduce, *, chunk, shuffle,
                num_devices):
     idx = start + jnp.arange(chunk)
     if num_devices > 1:
@@ -96,7 +96,10 @@ def simulate(mech: Mechanism, queries, thresholds, *, trials: int, seed: int = 0
       reduce: optional pure function of a batch of Outcomes (leading trial axis) returning a
         pytree of per-trial arrays (leading trial axis); it is applied inside each compiled chunk
         and ``simulate`` returns the sum over all trials of each leaf, so memory stays
-        O(chunk) — return e.g. ``(f1, f1 ** 2)`` for a mean and variance.
+        O(chunk) — return e.g. ``(f1, f1 ** 2)`` for a mean and variance. Data the reducer
+        needs (true scores, c) should be bound with ``jax.tree_util.Partial(fn, scores, c)``:
+        they are then traced arguments, so a new dataset of the same size reuses the compiled
+        chunk (a plain closure embeds them as constants and compiles per reducer).
       progress: show a progress bar over chunks (default: when stderr is a terminal and there is
         more than one chunk).
       num_devices: shard each chunk's trials over this many of ``jax.devices()`` (default: all).
@@ -116,8 +119,11 @@ def simulate(mech: Mechanism, queries, thresholds, *, trials: int, seed: int = 0
         raise TypeError(f"seed must be an integer; got {seed!r}")
     if not isinstance(shuffle, bool):
         raise TypeError(f"shuffle must be True or False; got {shuffle!r}")
-    if reduce is not None and not callable(reduce):
-        raise TypeError(f"reduce must be a function of a batch of Outcomes; got {reduce!r}")
+    if reduce is not None:
+        if not callable(reduce):
+            raise TypeError(f"reduce must be a function of a batch of Outcomes; got {reduce!r}")
+        if not isinstance(reduce, jax.tree_util.Partial):
+            reduce = jax.tree_util.Partial(reduce)
     available = len(jax.devices())
     if num_devices is None:
         num_devices = available
@@ -136,8 +142,7 @@ def simulate(mech: Mechanism, queries, thresholds, *, trials: int, seed: int = 0
     num_chunks = math.ceil(trials / chunk)
 
     root = jax.random.key(int(seed))
-    run = functools.partial(_run_chunk, chunk=chunk, shuffle=shuffle, reduce=reduce,
-                            num_devices=num_devices)
+    run = functools.partial(_run_chunk, chunk=chunk, shuffle=shuffle, num_devices=num_devices)
     starts = range(0, num_chunks * chunk, chunk)
     if progress is None:
         progress = num_chunks > 1 and sys.stderr.isatty()
@@ -152,7 +157,7 @@ def simulate(mech: Mechanism, queries, thresholds, *, trials: int, seed: int = 0
     total = None
     pieces = []
     for start in starts:
-        out = run(mech, q, t, root, start, trials)
+        out = run(mech, q, t, root, start, trials, reduce)
         if reduce is None:
             pieces.append(out)
         else:

@@ -1,7 +1,7 @@
 """Common random numbers: the JAX kernel and the numpy reference, fed the same ``Draws``, agree.
 
-For every mechanism configuration, in float64 and float32, on 3 stream lengths x 80 random cases
-(240 per configuration and dtype): n <= 50, c in 1..5, integer scores with many ties or real
+For every mechanism configuration, in float64 and float32, on 2 stream lengths x 110 random
+cases (220 per configuration and dtype; vmapped, so each shape compiles once): n <= 50, c in 1..5, integer scores with many ties or real
 scores, scalar or per-query thresholds, fixed or shuffled order. Answers and items must be
 identical; values and costs equal to 1e-12 (float64) or float32 rounding.
 """
@@ -15,8 +15,8 @@ import svtjax
 from svtjax import reference
 from tests.cases import CASES, build, case_ids
 
-SHAPES = (7, 23, 50)
-CASES_PER_SHAPE = 80
+SHAPES = (9, 50)
+CASES_PER_SHAPE = 110
 
 
 def _stack(trees):
@@ -35,7 +35,7 @@ def _inputs(rng, n, k, dtype):
     return q, t, per_query
 
 
-def _check(case, dtype, shuffle, seed):
+def _check(case, dtype, shuffle, seed, check_scan=False):
     rng = np.random.default_rng(seed)
     checked = 0
     for n in SHAPES:
@@ -45,9 +45,10 @@ def _check(case, dtype, shuffle, seed):
         draws = jax.vmap(lambda k: mechs[0].draw(k, n, shuffle=shuffle, dtype=dtype))(keys)
         q, t, per_query = _inputs(rng, n, CASES_PER_SHAPE, dtype)
         out = jax.vmap(lambda m, d, qq, tt: m.decide(d, qq, tt))(stacked, draws, q, t)
-        scan = jax.vmap(lambda m, d, qq, tt: m.decide(d, qq, tt, vectorized=False))(
-            stacked, draws, q, t)
-        out, scan = jax.device_get(out), jax.device_get(scan)
+        out = jax.device_get(out)
+        if check_scan:
+            scan = jax.device_get(jax.vmap(
+                lambda m, d, qq, tt: m.decide(d, qq, tt, vectorized=False))(stacked, draws, q, t))
         for i, mech in enumerate(mechs):
             d = jax.tree_util.tree_map(lambda x: np.asarray(x[i]), draws)
             thr = t[i] if per_query[i] else t[i, 0]
@@ -63,9 +64,10 @@ def _check(case, dtype, shuffle, seed):
             np.testing.assert_allclose(got.values, ref.values, rtol=rtol, atol=atol, err_msg=msg)
             np.testing.assert_allclose(got.cost, ref.cost, rtol=1e-12 if dtype == np.float64
                                        else 1e-6, err_msg=msg)
-            for field in got._fields:  # the general scan path equals the vectorised fast path
-                np.testing.assert_array_equal(getattr(got, field),
-                                              getattr(scan, field)[i], err_msg=msg)
+            if check_scan:  # the general scan path equals the vectorised fast path
+                for field in got._fields:
+                    np.testing.assert_array_equal(getattr(got, field),
+                                                  getattr(scan, field)[i], err_msg=msg)
             checked += 1
     assert checked >= 200
 
@@ -73,7 +75,8 @@ def _check(case, dtype, shuffle, seed):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["f64", "f32"])
 @pytest.mark.parametrize("case", CASES, ids=case_ids())
 def test_kernel_matches_reference(case, dtype):
-    _check(case, dtype, shuffle=False, seed=1000 + CASES.index(case))
+    _check(case, dtype, shuffle=False, seed=1000 + CASES.index(case),
+           check_scan=dtype == np.float64)
 
 
 @pytest.mark.parametrize("case", CASES, ids=case_ids())

@@ -1,0 +1,141 @@
+"""``simulate``: per-trial keys, chunk/device invariance, one compile per structure, reducers,
+and the per-trial random order."""
+
+import importlib
+import math
+import os
+import subprocess
+import sys
+import textwrap
+from itertools import permutations
+
+import jax
+import numpy as np
+import pytest
+from scipy import stats
+
+import svtjax
+
+simulate_module = importlib.import_module("svtjax.simulate")
+
+ZIPF = 100.0 / np.arange(1, 301)
+
+
+def _assert_same(a, b):
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+@pytest.mark.parametrize("name,params", [
+    ("svt-s", dict(epsilon=1.0, c=4, eps3=0.2)),
+    ("dpbook", dict(epsilon=1.0, c=3)),
+    ("chen", dict(epsilon=1.0)),
+])
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_chunk_size_does_not_change_outcomes(name, params, shuffle):
+    mech = svtjax.get(name, **params)
+    runs = [svtjax.simulate(mech, ZIPF, 10.0, trials=45, seed=3, shuffle=shuffle, chunk_size=cs)
+            for cs in (None, 7, 1000)]
+    assert runs[0].answers.shape == (45, ZIPF.shape[0])
+    _assert_same(runs[0], runs[1])
+    _assert_same(runs[0], runs[2])
+
+
+def test_trial_t_uses_fold_in_of_seed():
+    mech = svtjax.get("lyu-alg1", epsilon=0.7, c=3)
+    out = svtjax.simulate(mech, ZIPF, 10.0, trials=6, seed=11)
+    for t in (0, 5):
+        one = mech(jax.random.fold_in(jax.random.key(11), t), ZIPF, 10.0)
+        _assert_same(jax.tree_util.tree_map(lambda x: x[t], out), one)
+    other = svtjax.simulate(mech, ZIPF, 10.0, trials=6, seed=12)
+    assert not np.array_equal(np.asarray(out.answers), np.asarray(other.answers))
+
+
+_SHARDED = textwrap.dedent("""
+    import jax, numpy as np, svtjax
+    jax.config.update("jax_enable_x64", True)
+    assert len(jax.devices()) == 4, jax.devices()
+    q = 100.0 / np.arange(1, 301)
+    out = {}
+    for shuffle in (False, True):
+        mech = svtjax.get("svt-s", epsilon=1.0, c=4, monotonic=True)
+        o = svtjax.simulate(mech, q, 10.0, trials=50, seed=5, shuffle=shuffle, chunk_size=12)
+        for f in o._fields:
+            out[f"{f}_{shuffle}"] = np.asarray(getattr(o, f))
+    np.savez(OUT, **out)
+""")
+
+
+def test_sharded_over_four_cpu_devices_is_bit_identical(tmp_path):
+    path = tmp_path / "sharded.npz"
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
+               JAX_PLATFORMS="cpu")
+    subprocess.run([sys.executable, "-c", f"OUT = {str(path)!r}\n" + _SHARDED], check=True,
+                   env=env, timeout=600)
+    got = np.load(path)
+    mech = svtjax.get("svt-s", epsilon=1.0, c=4, monotonic=True)
+    for shuffle in (False, True):
+        here = svtjax.simulate(mech, ZIPF, 10.0, trials=50, seed=5, shuffle=shuffle,
+                               num_devices=1)
+        for f in here._fields:
+            np.testing.assert_array_equal(got[f"{f}_{shuffle}"], np.asarray(getattr(here, f)))
+
+
+def test_epsilon_sweep_compiles_once():
+    q = 50.0 / np.arange(1, 38)  # a shape no other test uses: the first call compiles
+    before = simulate_module._run_chunk._cache_size()
+    for eps in np.linspace(0.1, 2.0, 10):
+        mech = svtjax.get("svt-s", epsilon=float(eps), c=3, monotonic=True)
+        svtjax.simulate(mech, q, 5.0, trials=20)
+    assert simulate_module._run_chunk._cache_size() - before == 1
+    for c in (1, 2, 5):  # c is traced as well
+        svtjax.simulate(svtjax.get("svt-s", epsilon=0.5, c=c, monotonic=True), q, 5.0, trials=20)
+    assert simulate_module._run_chunk._cache_size() - before == 1
+    # a structural change (monotonic) does compile again
+    svtjax.simulate(svtjax.get("svt-s", epsilon=0.5, c=3), q, 5.0, trials=20)
+    assert simulate_module._run_chunk._cache_size() - before == 2
+
+
+def test_reduce_sums_per_trial_values_inside_chunks():
+    mech = svtjax.get("svt-s", epsilon=1.0, c=5)
+    full = svtjax.simulate(mech, ZIPF, 10.0, trials=37, seed=1)
+    tops = np.sum(np.asarray(full.answers) == 1, axis=1)
+
+    def reducer(out):
+        k = (out.answers == 1).sum(axis=1)
+        return {"tops": k, "tops2": k * k}
+
+    for chunk in (None, 8):
+        red = svtjax.simulate(mech, ZIPF, 10.0, trials=37, seed=1, chunk_size=chunk,
+                              reduce=reducer)
+        assert int(red["tops"]) == tops.sum()
+        assert int(red["tops2"]) == (tops ** 2).sum()
+
+
+def test_shuffle_gives_uniform_orders():
+    """With no cut-off every position is evaluated, so items[t] is trial t's whole order: all
+    n! orders must be equally likely (chi-square, p > 1e-4 for a correct shuffle)."""
+    n, trials = 4, 48_000
+    mech = svtjax.get("chen", epsilon=1.0)
+    out = svtjax.simulate(mech, np.arange(n, dtype=float), 1.0, trials=trials, seed=9,
+                          shuffle=True)
+    items = np.asarray(out.items)
+    assert np.all(np.sort(items, axis=1) == np.arange(n))
+    codes = {p: i for i, p in enumerate(permutations(range(n)))}
+    counts = np.bincount([codes[tuple(r)] for r in items], minlength=math.factorial(n))
+    p = stats.chisquare(counts).pvalue
+    assert p > 1e-4, (counts, p)
+
+
+def test_shuffle_order_is_a_prefix_of_the_full_permutation():
+    """Early exit reads only the swaps it needs: the visited items equal the full shuffle's."""
+    mech = svtjax.get("svt-s", epsilon=1.0, c=2, monotonic=True)
+    q = np.linspace(0, 10, 700)
+    key = jax.random.key(4)
+    draws = mech.draw(key, q.shape[0], shuffle=True)
+    full_order = svtjax.reference.stream_order(svtjax.mechanisms.to_numpy_draws(draws),
+                                               q.shape[0])
+    out = mech.decide(draws, q, 9.0)
+    reached = np.asarray(out.answers) >= 0
+    assert reached.sum() < q.shape[0]  # it halted early
+    np.testing.assert_array_equal(np.asarray(out.items)[reached], full_order[reached])
