@@ -172,8 +172,8 @@ def _cmd_simulate(args) -> int:
     if not args.json:
         order = "random item order per trial" if args.shuffle else "fixed item order"
         print(f"svtjax simulate: top-{args.c} selection on {args.dataset}, {args.trials} trials "
-              f"per row, {order}, threshold = mean of the {args.c}th and {args.c + 1}th largest "
-              "scores (Lyu'17 Sec. 5)", flush=True)
+              f"per row, {order}, threshold = mean of the scores ranked {args.c} and {args.c + 1} "
+              "(Lyu'17 Sec. 5); sec includes compilation on a structure's first row", flush=True)
     rows = run_simulation(mechanisms, args.dataset, epsilons, args.c, args.trials, args.seed,
                           args.shuffle)
     if args.json:

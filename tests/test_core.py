@@ -1,0 +1,53 @@
+"""The public surface and ``selected``."""
+
+import importlib
+
+import jax.numpy as jnp
+import numpy as np
+
+import svtjax
+from svtjax import Outcome
+
+
+def test_public_surface_imports():
+    for name in svtjax.__all__:
+        assert getattr(svtjax, name) is not None, name
+    for module in ("noise", "budget", "accounting", "mechanisms", "metrics", "datasets",
+                   "reference", "simulate", "cli"):
+        importlib.import_module(f"svtjax.{module}")
+    assert svtjax.names() == svtjax.mechanisms.names()
+    for name in ("lyu-alg1", "dpbook", "roth11", "lee-clifton", "stoddard", "chen", "svt-s"):
+        assert name in svtjax.names()
+
+
+def _outcome(answers, items):
+    answers = jnp.asarray(answers, jnp.int8)
+    return Outcome(answers, jnp.asarray(items, jnp.int32), jnp.full(answers.shape, jnp.nan),
+                   jnp.zeros(answers.shape))
+
+
+def test_selected_in_stream_order_padded():
+    out = _outcome([0, 1, 0, 1, 1, -1], [4, 2, 0, 5, 1, -1])
+    np.testing.assert_array_equal(svtjax.selected(out, 2), [2, 5])
+    np.testing.assert_array_equal(svtjax.selected(out, 5), [2, 5, 1, -1, -1])
+    none = _outcome([0, 0, -1], [1, 0, -1])
+    np.testing.assert_array_equal(svtjax.selected(none, 3), [-1, -1, -1])
+
+
+def test_selected_batched():
+    out = _outcome([[[1, 0, 1]], [[0, 0, 1]]], [[[7, 8, 9]], [[9, 7, 8]]])
+    got = svtjax.selected(out, 2)
+    assert got.shape == (2, 1, 2)
+    np.testing.assert_array_equal(got[:, 0], [[7, 9], [8, -1]])
+
+
+def test_outcome_types_from_simulate():
+    out = svtjax.simulate(svtjax.get("svt-s", epsilon=1.0, c=2, eps3=0.2),
+                          np.array([5.0, 0.0, 4.0]), 1.0, trials=4)
+    assert out.answers.dtype == jnp.int8 and out.items.dtype == jnp.int32
+    assert out.answers.shape == out.items.shape == out.values.shape == out.cost.shape == (4, 3)
+    answered = np.asarray(out.answers) == 1
+    assert np.all(np.isnan(np.asarray(out.values)[~answered]))
+    assert np.all(np.isfinite(np.asarray(out.values)[answered]))
+    np.testing.assert_allclose(np.asarray(out.cost)[answered], (svtjax.get(
+        "svt-s", epsilon=1.0, c=2, eps3=0.2).budgets()[1] + 0.2) / 2)
