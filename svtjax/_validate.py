@@ -56,7 +56,8 @@ def integer(name: str, value: Any, *, minimum: int = 1) -> Any:
         raise TypeError(f"{name} must be an integer >= {minimum}; got {value!r} of type "
                         f"{type(value).__name__}")
     v = _values(value)
-    if not np.all(np.isfinite(v.astype(float))) or np.any(v.astype(float) != np.round(v.astype(float))):
+    f = v.astype(float)
+    if not np.all(np.isfinite(f)) or np.any(f != np.round(f)):
         raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r} "
                          "(not a whole number)")
     if np.any(v < minimum):

@@ -18,6 +18,8 @@ import math
 
 import numpy as np
 
+from svtjax import _validate
+
 __all__ = ["Guarantee", "PureDP", "NotPrivate", "pure_dp_rdp", "rdp_to_dp"]
 
 
@@ -25,7 +27,8 @@ def pure_dp_rdp(epsilon: float, orders) -> np.ndarray:
     """RDP curve implied by ε-DP (Zhu & Wang 2020, Lemma 4; Bun & Steinke 2016, Prop. 3.3).
 
     ε(α) = 1/(α−1) · log[(sinh(αε) − sinh((α−1)ε)) / sinh(ε)], also capped by ε itself
-    (ε-DP implies (α, ε)-RDP for every α). Computed in log space so large α·ε do not overflow.
+    (ε-DP implies (α, ε)-RDP for every α). Evaluated in two forms (see the code) so that it is
+    accurate to ~1e-15 relative for tiny (α−1)ε and does not overflow for huge α·ε.
 
     Args:
       epsilon: the pure-DP ε (> 0).
@@ -34,16 +37,20 @@ def pure_dp_rdp(epsilon: float, orders) -> np.ndarray:
     Returns:
       ε(α), shaped like ``orders``.
     """
+    _validate.positive("epsilon", epsilon)
     alpha = np.asarray(orders, dtype=float)
     if np.any(alpha <= 1):
         raise ValueError(f"RDP orders must be > 1; got {orders!r}")
     eps = float(epsilon)
-    # sinh(a) - sinh(b) = 2 cosh((a+b)/2) sinh((a-b)/2) with a-b = eps:
-    #   ratio = 2 cosh((2α-1)ε/2) sinh(ε/2) / sinh(ε) = cosh((2α-1)ε/2) / cosh(ε/2).
-    x = (2 * alpha - 1) * eps / 2
-    log_cosh_x = x + np.log1p(np.exp(-2 * x)) - math.log(2)
-    log_cosh_half = eps / 2 + math.log1p(math.exp(-eps)) - math.log(2)
-    bound = (log_cosh_x - log_cosh_half) / (alpha - 1)
+    # With d = (α-1)ε the ratio equals cosh(d + ε/2) / cosh(ε/2)
+    #   = 1 + 2 sinh(d/2)^2 + tanh(ε/2) sinh(d)            (no cancellation for small d)
+    #   = e^d (1 + u expm1(-2d)) with u = e^-ε / (1 + e^-ε) (no overflow for large d).
+    d = (alpha - 1) * eps
+    small_d = np.minimum(d, 30.0)
+    small = np.log1p(2 * np.sinh(small_d / 2) ** 2 + math.tanh(eps / 2) * np.sinh(small_d))
+    u = math.exp(-eps) / (1 + math.exp(-eps))
+    large = d + np.log1p(u * np.expm1(-2 * d))
+    bound = np.where(d < 30, small, large) / (alpha - 1)
     return np.minimum(bound, eps)
 
 

@@ -59,8 +59,10 @@ def split(epsilon, c, rule: str):
     _validate.positive("epsilon", epsilon)
     _validate.integer("c", c, minimum=1)
     x = ratio(rule, c)
-    eps1 = epsilon / (1.0 + x)
-    return eps1, epsilon - eps1
+    # Every rule gives the queries at least half (x >= 1), so eps2 lies in [ε/2, ε] and
+    # ε - eps2 is exact (Sterbenz): eps1 + eps2 == ε to the last bit.
+    eps2 = epsilon * x / (1.0 + x)
+    return epsilon - eps2, eps2
 
 
 def optimal_rule(monotonic: bool) -> str:

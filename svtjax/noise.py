@@ -68,6 +68,10 @@ class Noise:
         return (self.standard(key, shape, dtype) * jnp.asarray(self.scale_value, dtype)
                 ).astype(dtype)
 
+    def _scale_array(self) -> jax.Array:
+        """The scale as a floating array (integer scales promote to the default float)."""
+        return _as_float(self.scale_value)
+
     def _z(self, x: ArrayLike) -> jax.Array:
         x = _as_float(x)
         return x / jnp.asarray(self.scale_value, x.dtype)
@@ -100,11 +104,11 @@ class Laplace(Noise):
 
     @property
     def mean(self):
-        return jnp.zeros_like(jnp.asarray(self.scale, float))
+        return jnp.zeros_like(self._scale_array())
 
     @property
     def variance(self):
-        return 2 * jnp.asarray(self.scale) ** 2
+        return 2 * self._scale_array() ** 2
 
 
 @pytree_dataclass
@@ -138,11 +142,11 @@ class Gaussian(Noise):
 
     @property
     def mean(self):
-        return jnp.zeros_like(jnp.asarray(self.sigma, float))
+        return jnp.zeros_like(self._scale_array())
 
     @property
     def variance(self):
-        return jnp.asarray(self.sigma) ** 2
+        return self._scale_array() ** 2
 
 
 @pytree_dataclass
@@ -173,16 +177,16 @@ class Exponential(Noise):
 
     @property
     def mean(self):
-        return jnp.asarray(self.scale)
+        return self._scale_array()
 
     @property
     def variance(self):
-        return jnp.asarray(self.scale) ** 2
+        return self._scale_array() ** 2
 
 
 @pytree_dataclass
 class Gumbel(Noise):
-    """Gumbel (maximum) with location 0 and scale β: cdf exp(-exp(-x/β)), as ``scipy.stats.gumbel_r``."""
+    """Gumbel (maximum), location 0, scale β: cdf exp(-exp(-x/β)) (``scipy.stats.gumbel_r``)."""
 
     scale: ArrayLike = 1.0
     family: ClassVar[str] = "gumbel"
@@ -206,11 +210,11 @@ class Gumbel(Noise):
 
     @property
     def mean(self):
-        return _EULER_GAMMA * jnp.asarray(self.scale)
+        return _EULER_GAMMA * self._scale_array()
 
     @property
     def variance(self):
-        return (math.pi ** 2 / 6) * jnp.asarray(self.scale) ** 2
+        return (math.pi ** 2 / 6) * self._scale_array() ** 2
 
 
 @pytree_dataclass

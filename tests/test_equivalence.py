@@ -1,8 +1,9 @@
 """Common random numbers: the JAX kernel and the numpy reference, fed the same ``Draws``, agree.
 
 For every mechanism configuration, in float64 and float32, on 2 stream lengths x 110 random
-cases (220 per configuration and dtype; vmapped, so each shape compiles once): n <= 50, c in 1..5, integer scores with many ties or real
-scores, scalar or per-query thresholds, fixed or shuffled order. Answers and items must be
+cases (220 per configuration and dtype; vmapped, so each shape compiles once): n <= 50, c in
+1..5, integer scores with many ties or real scores, scalar or per-query thresholds, fixed or
+shuffled order. Answers and items must be
 identical; values and costs equal to 1e-12 (float64) or float32 rounding.
 """
 

@@ -150,8 +150,9 @@ def svt_s(draws, queries, thresholds, *, epsilon, c, sensitivity=1.0, eps3=0.0,
     if isinstance(allocation, (tuple, list)):
         eps1, eps2 = allocation
     else:
-        eps1 = (epsilon - eps3) / (1 + split_ratio(allocation, c))
-        eps2 = (epsilon - eps3) - eps1
+        x = split_ratio(allocation, c)
+        eps2 = (epsilon - eps3) * x / (1 + x)     # ε1 : ε2 = 1 : x
+        eps1 = (epsilon - eps3) - eps2
     k = 1 if monotonic else 2
     return _classic(draws, queries, thresholds, rho_scale=sensitivity / eps1,
                     nu_scale=k * c * sensitivity / eps2, c=c, top_cost=(eps2 + eps3) / c,
