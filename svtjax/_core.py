@@ -62,11 +62,39 @@ class Draws(NamedTuple):
     order: Optional[Array] = None
 
 
-def _selected_one(answers: Array, items: Array, k: int) -> Array:
-    top = answers == 1
-    rank = jnp.cumsum(top) - 1
-    slot = jnp.where(top & (rank < k), rank, k)  # slot k is dropped
-    return jnp.full((k,), -1, jnp.int32).at[slot].set(items.astype(jnp.int32), mode="drop")
+_SELECT_BLOCK = 256
+
+
+def _selected_rows(answers: Array, items: Array, k: int) -> Array:
+    """``selected`` for a 2-D batch [R, L], reading blocks only until every row has k picks.
+
+    SVT outcomes are mostly -1 past the halting point, so for a top-c run this touches the first
+    few blocks of each row instead of the whole stream (a cumulative sum over trials x n costs
+    more than the mechanism itself).
+    """
+    rows, length = answers.shape
+    width = min(_SELECT_BLOCK, length)
+    num_blocks = -(-length // width)
+    row_ids = jnp.arange(rows)[:, None]
+
+    def cond(carry):
+        b, count, _ = carry
+        return (b < num_blocks) & jnp.any(count < k)
+
+    def body(carry):
+        b, count, picks = carry
+        start = jnp.minimum(b * width, length - width)  # the last block may overlap the previous
+        blk = jax.lax.dynamic_slice_in_dim(answers, start, width, axis=1)
+        blk_items = jax.lax.dynamic_slice_in_dim(items, start, width, axis=1)
+        fresh = (start + jnp.arange(width)) >= b * width
+        top = (blk == 1) & fresh[None, :]
+        rank = count[:, None] + jnp.cumsum(top, axis=1, dtype=jnp.int32) - 1
+        slot = jnp.where(top & (rank < k), rank, k)  # slot k is a discard column
+        picks = picks.at[row_ids, slot].set(blk_items.astype(jnp.int32), mode="drop")
+        return b + 1, count + jnp.sum(top, axis=1, dtype=jnp.int32), picks
+
+    init = (jnp.int32(0), jnp.zeros((rows,), jnp.int32), jnp.full((rows, k + 1), -1, jnp.int32))
+    return jax.lax.while_loop(cond, body, init)[2][:, :k]
 
 
 def selected(outcome: Outcome, k: int) -> Array:
@@ -85,7 +113,7 @@ def selected(outcome: Outcome, k: int) -> Array:
     if answers.shape != items.shape or answers.ndim < 1:
         raise ValueError("outcome.answers and outcome.items must share a shape [..., L]; got "
                          f"{answers.shape} and {items.shape}")
-    fn = lambda a, i: _selected_one(a, i, k)  # noqa: E731
-    for _ in range(answers.ndim - 1):
-        fn = jax.vmap(fn)
-    return fn(answers, items)
+    batch = answers.shape[:-1]
+    length = answers.shape[-1]
+    picks = _selected_rows(answers.reshape(-1, length), items.reshape(-1, length), k)
+    return picks.reshape(batch + (k,))

@@ -45,8 +45,9 @@ def default_chunk_size(mech: Mechanism, n: int, trials: int, *, itemsize: int = 
                        memory_budget: int = MEMORY_BUDGET) -> int:
     """The largest chunk whose working set fits ``memory_budget``, a multiple of the devices."""
     per_trial = _bytes_per_trial(mech, n, itemsize, shuffle)
-    chunk = max(1, min(trials, memory_budget // max(per_trial, 1)))
-    return int(math.ceil(chunk / num_devices) * num_devices)
+    largest = max(1, min(trials, memory_budget // max(per_trial, 1)))
+    balanced = math.ceil(trials / math.ceil(trials / largest))  # equal chunks, little padding
+    return int(math.ceil(balanced / num_devices) * num_devices)
 
 
 @functools.lru_cache(maxsize=None)

@@ -74,12 +74,16 @@ class SVTScales(NamedTuple):
 
 
 class _State(NamedTuple):
+    """Per-trial loop state. Only what cannot be derived afterwards is carried: ``items`` only
+    for shuffled runs (fixed order: item = position), ``values`` only for mechanisms that
+    release numbers; ``cost`` is derived from the answers. Carrying less is what keeps a run
+    that halts after a few blocks from paying for O(trials x n) buffer traffic."""
+
     count: Array
     rho: Array
     answers: Array
-    items: Array
-    values: Array
-    cost: Array
+    items: Optional[Array]
+    values: Optional[Array]
 
 
 class _BlockDraws(NamedTuple):
@@ -245,28 +249,42 @@ def _decide_block(spec: SVTSpec, sc: SVTScales, vectorized: bool, state: _State,
         raise ValueError(f"unknown release {spec.release!r}")
 
     answers = jnp.where(active, top.astype(jnp.int8), jnp.int8(-1))
-    items = jnp.where(active, items, -1).astype(jnp.int32)
-    cost = jnp.where(top, jnp.asarray(sc.top_cost, dtype), jnp.zeros((), dtype))
     at = b * BLOCK
 
     def put(buf, blk):
+        if buf is None:
+            return None
         return lax.dynamic_update_slice_in_dim(buf, blk.astype(buf.dtype), at, axis=0)
 
-    return _State(count, rho, put(state.answers, answers), put(state.items, items),
-                  put(state.values, values), put(state.cost, cost))
+    return _State(count, rho, put(state.answers, answers),
+                  put(state.items, jnp.where(active, items, -1)), put(state.values, values))
 
 
 # -- batch drivers -------------------------------------------------------------------------
 
-def _init_state(sc, z0, n_pad, dtype) -> _State:
+def _init_state(spec, sc, z0, n_pad, dtype, shuffle) -> _State:
     return _State(
         count=jnp.zeros((), jnp.int32),
         rho=jnp.asarray(sc.threshold, dtype) * z0,
         answers=jnp.full((n_pad,), -1, jnp.int8),
-        items=jnp.full((n_pad,), -1, jnp.int32),
-        values=jnp.full((n_pad,), jnp.nan, dtype),
-        cost=jnp.zeros((n_pad,), dtype),
+        items=jnp.full((n_pad,), -1, jnp.int32) if shuffle else None,
+        values=None if spec.release == "none" else jnp.full((n_pad,), jnp.nan, dtype),
     )
+
+
+def _finish(sc, state: _State, n: int, dtype) -> Outcome:
+    answers = state.answers[:, :n]
+    evaluated = answers >= 0
+    if state.items is None:
+        items = jnp.where(evaluated, jnp.arange(n, dtype=jnp.int32), jnp.int32(-1))
+    else:
+        items = state.items[:, :n]
+    if state.values is None:
+        values = jnp.full(answers.shape, jnp.nan, dtype)
+    else:
+        values = state.values[:, :n]
+    cost = jnp.where(answers == 1, jnp.asarray(sc.top_cost, dtype), jnp.zeros((), dtype))
+    return Outcome(answers, items, values, cost)
 
 
 def _loop(spec, sc, vectorized, z0, get_block, q, t, shuffle) -> Outcome:
@@ -276,7 +294,7 @@ def _loop(spec, sc, vectorized, z0, get_block, q, t, shuffle) -> Outcome:
     dtype = q.dtype
     q_pad = _padded(q, n_pad)
     t_pad = _padded(t, n_pad)
-    state = jax.vmap(lambda z: _init_state(sc, z, n_pad, dtype))(z0)
+    state = jax.vmap(lambda z: _init_state(spec, sc, z, n_pad, dtype, shuffle))(z0)
     fy = _shuffle_init(z0.shape[0], n_pad) if shuffle else None
 
     def halted(state):
@@ -300,8 +318,7 @@ def _loop(spec, sc, vectorized, z0, get_block, q, t, shuffle) -> Outcome:
         return b + 1, state, fy
 
     _, state, _ = lax.while_loop(cond, body, (jnp.int32(0), state, fy))
-    return Outcome(state.answers[:, :n], state.items[:, :n], state.values[:, :n],
-                   state.cost[:, :n])
+    return _finish(sc, state, n, dtype)
 
 
 def run_keys(spec: SVTSpec, sc: SVTScales, keys: Key, q: Array, t: Array, *, shuffle: bool,
