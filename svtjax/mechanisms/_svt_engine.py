@@ -287,7 +287,27 @@ def _finish(sc, state: _State, n: int, dtype) -> Outcome:
     return Outcome(answers, items, values, cost)
 
 
-def _loop(spec, sc, vectorized, z0, get_block, q, t, shuffle) -> Outcome:
+COMPACTION = 8
+"""Finished trials are compacted away whenever at most 1/COMPACTION of a batch is still running."""
+
+
+def bucket_sizes(batch: int) -> list[int]:
+    """Static batch sizes of the compaction levels: batch, batch/8, batch/64, ... (> 8)."""
+    sizes = [batch]
+    while sizes[-1] > COMPACTION:
+        sizes.append(-(-sizes[-1] // COMPACTION))
+    return sizes
+
+
+def _loop(spec, sc, vectorized, z0, src, get_block, q, t, shuffle) -> Outcome:
+    """Runs a batch block by block until every trial has halted.
+
+    ``src`` (keys or pre-drawn draws, leading batch axis) feeds ``get_block(src, b)``. When few
+    trials are still running, they are gathered into a smaller batch (sizes from
+    :func:`bucket_sizes`, so the loop compiles a bounded number of times), the rest of the stream
+    is processed for them only, and their rows are scattered back. Trials are independent and
+    deterministic given their draws, so compaction never changes a number.
+    """
     n = q.shape[0]
     nb = num_blocks(n)
     n_pad = nb * BLOCK
@@ -297,27 +317,41 @@ def _loop(spec, sc, vectorized, z0, get_block, q, t, shuffle) -> Outcome:
     state = jax.vmap(lambda z: _init_state(spec, sc, z, n_pad, dtype, shuffle))(z0)
     fy = _shuffle_init(z0.shape[0], n_pad) if shuffle else None
 
-    def halted(state):
+    def running(state):
         if not spec.cutoff:
-            return jnp.zeros(state.count.shape, bool)
-        return state.count >= sc.c
-
-    def cond(carry):
-        b, state, _ = carry
-        return (b < nb) & ~jnp.all(halted(state))
+            return jnp.ones(state.count.shape, bool)
+        return state.count < sc.c
 
     def body(carry):
-        b, state, fy = carry
-        bd = get_block(b)
+        b, state, fy, src = carry
+        bd = get_block(src, b)
         items = None
         if fy is not None:
             fy, items = _fisher_yates_block(fy, bd.order, b)
         state = jax.vmap(
             lambda s, d, i: _decide_block(spec, sc, vectorized, s, d, i, b, q_pad, t_pad, n)
         )(state, bd, items)
-        return b + 1, state, fy
+        return b + 1, state, fy, src
 
-    _, state, _ = lax.while_loop(cond, body, (jnp.int32(0), state, fy))
+    def run_level(sizes, b, state, fy, src):
+        limit = sizes[1] if len(sizes) > 1 else 0
+
+        def cond(carry):
+            b, state = carry[0], carry[1]
+            return (b < nb) & (jnp.sum(running(state), dtype=jnp.int32) > limit)
+
+        b, state, fy, src = lax.while_loop(cond, body, (b, state, fy, src))
+        if len(sizes) == 1:
+            return state
+        # Gather the (at most `limit`) running trials; pad with finished ones, which the loop
+        # leaves unchanged, so scattering their rows back is harmless.
+        idx = jnp.nonzero(running(state), size=limit, fill_value=0)[0]
+        take = lambda x: jnp.take(x, idx, axis=0)  # noqa: E731
+        sub = run_level(sizes[1:], b, jax.tree_util.tree_map(take, state),
+                        jax.tree_util.tree_map(take, fy), jax.tree_util.tree_map(take, src))
+        return jax.tree_util.tree_map(lambda full, part: full.at[idx].set(part), state, sub)
+
+    state = run_level(bucket_sizes(z0.shape[0]), jnp.int32(0), state, fy, src)
     return _finish(sc, state, n, dtype)
 
 
@@ -328,14 +362,14 @@ def run_keys(spec: SVTSpec, sc: SVTScales, keys: Key, q: Array, t: Array, *, shu
     z0 = jax.vmap(lambda k: spec.threshold_noise.standard(stream_key(k, "threshold"), (),
                                                           dtype))(keys)
     n = q.shape[0]
-    get_block = lambda b: _lazy_block_draws(spec, keys, b, n, shuffle, dtype)  # noqa: E731
-    return _loop(spec, sc, vectorized, z0, get_block, q, t, shuffle)
+    get_block = lambda ks, b: _lazy_block_draws(spec, ks, b, n, shuffle, dtype)  # noqa: E731
+    return _loop(spec, sc, vectorized, z0, keys, get_block, q, t, shuffle)
 
 
 def run_draws(spec: SVTSpec, sc: SVTScales, draws: Draws, q: Array, t: Array, *,
               vectorized: bool = True) -> Outcome:
     """A batch of trials from pre-drawn (batched) ``Draws``."""
     n_pad = num_blocks(q.shape[0]) * BLOCK
-    get_block = lambda b: _sliced_block_draws(draws, b, n_pad)  # noqa: E731
-    return _loop(spec, sc, vectorized, jnp.asarray(draws.threshold, q.dtype), get_block, q, t,
-                 draws.order is not None)
+    get_block = lambda d, b: _sliced_block_draws(d, b, n_pad)  # noqa: E731
+    return _loop(spec, sc, vectorized, jnp.asarray(draws.threshold, q.dtype), draws, get_block,
+                 q, t, draws.order is not None)
