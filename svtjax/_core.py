@@ -66,35 +66,35 @@ _SELECT_BLOCK = 256
 
 
 def _selected_rows(answers: Array, items: Array, k: int) -> Array:
-    """``selected`` for a 2-D batch [R, L], reading blocks only until every row has k picks.
+    """``selected`` for a 2-D batch [R, L], reading blocks only until a row has k picks.
 
     SVT outcomes are mostly -1 past the halting point, so for a top-c run this touches the first
-    few blocks of each row instead of the whole stream (a cumulative sum over trials x n costs
-    more than the mechanism itself).
+    few blocks of most rows instead of the whole stream (a cumulative sum over trials x n costs
+    more than the mechanism itself); rows that need more are compacted (``svtjax._loops``).
     """
+    from svtjax._loops import compacting_block_loop
+
     rows, length = answers.shape
     width = min(_SELECT_BLOCK, length)
     num_blocks = -(-length // width)
-    row_ids = jnp.arange(rows)[:, None]
 
-    def cond(carry):
-        b, count, _ = carry
-        return (b < num_blocks) & jnp.any(count < k)
-
-    def body(carry):
-        b, count, picks = carry
+    def body(b, carry, work):
+        count, picks = carry
+        answers, items = work
         start = jnp.minimum(b * width, length - width)  # the last block may overlap the previous
         blk = jax.lax.dynamic_slice_in_dim(answers, start, width, axis=1)
         blk_items = jax.lax.dynamic_slice_in_dim(items, start, width, axis=1)
         fresh = (start + jnp.arange(width)) >= b * width
-        top = (blk == 1) & fresh[None, :]
+        top = (blk == 1) & fresh[None, :] & (count < k)[:, None]
         rank = count[:, None] + jnp.cumsum(top, axis=1, dtype=jnp.int32) - 1
         slot = jnp.where(top & (rank < k), rank, k)  # slot k is a discard column
+        row_ids = jnp.arange(picks.shape[0])[:, None]
         picks = picks.at[row_ids, slot].set(blk_items.astype(jnp.int32), mode="drop")
-        return b + 1, count + jnp.sum(top, axis=1, dtype=jnp.int32), picks
+        return (count + jnp.sum(top, axis=1, dtype=jnp.int32), picks), work
 
-    init = (jnp.int32(0), jnp.zeros((rows,), jnp.int32), jnp.full((rows, k + 1), -1, jnp.int32))
-    return jax.lax.while_loop(cond, body, init)[2][:, :k]
+    init = (jnp.zeros((rows,), jnp.int32), jnp.full((rows, k + 1), -1, jnp.int32))
+    out = compacting_block_loop(body, lambda c: c[0] < k, init, (answers, items), num_blocks)
+    return out[1][:, :k]
 
 
 def selected(outcome: Outcome, k: int) -> Array:

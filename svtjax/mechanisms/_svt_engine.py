@@ -26,6 +26,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from svtjax._core import Draws, Outcome
+from svtjax._loops import compacting_block_loop
 from svtjax._types import Array, DTypeLike, Key
 from svtjax.mechanisms.base import (
     BLOCK,
@@ -287,27 +288,10 @@ def _finish(sc, state: _State, n: int, dtype) -> Outcome:
     return Outcome(answers, items, values, cost)
 
 
-COMPACTION = 8
-"""Finished trials are compacted away whenever at most 1/COMPACTION of a batch is still running."""
-
-
-def bucket_sizes(batch: int) -> list[int]:
-    """Static batch sizes of the compaction levels: batch, batch/8, batch/64, ... (> 8)."""
-    sizes = [batch]
-    while sizes[-1] > COMPACTION:
-        sizes.append(-(-sizes[-1] // COMPACTION))
-    return sizes
-
-
 def _loop(spec, sc, vectorized, z0, src, get_block, q, t, shuffle) -> Outcome:
-    """Runs a batch block by block until every trial has halted.
-
-    ``src`` (keys or pre-drawn draws, leading batch axis) feeds ``get_block(src, b)``. When few
-    trials are still running, they are gathered into a smaller batch (sizes from
-    :func:`bucket_sizes`, so the loop compiles a bounded number of times), the rest of the stream
-    is processed for them only, and their rows are scattered back. Trials are independent and
-    deterministic given their draws, so compaction never changes a number.
-    """
+    """Runs a batch block by block until every trial has halted (finished trials compacted away,
+    see ``svtjax._loops``). ``src`` (keys or pre-drawn draws, leading batch axis) feeds
+    ``get_block(src, b)``."""
     n = q.shape[0]
     nb = num_blocks(n)
     n_pad = nb * BLOCK
@@ -322,8 +306,8 @@ def _loop(spec, sc, vectorized, z0, src, get_block, q, t, shuffle) -> Outcome:
             return jnp.ones(state.count.shape, bool)
         return state.count < sc.c
 
-    def body(carry):
-        b, state, fy, src = carry
+    def body(b, state, work):
+        fy, src = work
         bd = get_block(src, b)
         items = None
         if fy is not None:
@@ -331,27 +315,9 @@ def _loop(spec, sc, vectorized, z0, src, get_block, q, t, shuffle) -> Outcome:
         state = jax.vmap(
             lambda s, d, i: _decide_block(spec, sc, vectorized, s, d, i, b, q_pad, t_pad, n)
         )(state, bd, items)
-        return b + 1, state, fy, src
+        return state, (fy, src)
 
-    def run_level(sizes, b, state, fy, src):
-        limit = sizes[1] if len(sizes) > 1 else 0
-
-        def cond(carry):
-            b, state = carry[0], carry[1]
-            return (b < nb) & (jnp.sum(running(state), dtype=jnp.int32) > limit)
-
-        b, state, fy, src = lax.while_loop(cond, body, (b, state, fy, src))
-        if len(sizes) == 1:
-            return state
-        # Gather the (at most `limit`) running trials; pad with finished ones, which the loop
-        # leaves unchanged, so scattering their rows back is harmless.
-        idx = jnp.nonzero(running(state), size=limit, fill_value=0)[0]
-        take = lambda x: jnp.take(x, idx, axis=0)  # noqa: E731
-        sub = run_level(sizes[1:], b, jax.tree_util.tree_map(take, state),
-                        jax.tree_util.tree_map(take, fy), jax.tree_util.tree_map(take, src))
-        return jax.tree_util.tree_map(lambda full, part: full.at[idx].set(part), state, sub)
-
-    state = run_level(bucket_sizes(z0.shape[0]), jnp.int32(0), state, fy, src)
+    state = compacting_block_loop(body, running, state, (fy, src), nb)
     return _finish(sc, state, n, dtype)
 
 

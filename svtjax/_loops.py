@@ -1,0 +1,74 @@
+"""A block loop over a batch of independent rows that compacts finished rows away.
+
+Monte Carlo trials finish at very different points of a stream: most of a top-c SVT batch halts
+within a block or two while a few stragglers run on. A batch-level ``while_loop`` would make
+every row pay for the slowest one. :func:`compacting_block_loop` runs the batch until at most
+1/``factor`` of its rows are still running, gathers those into a smaller batch (static bucket
+sizes, so it compiles a bounded number of times), continues with them only, and scatters their
+rows back. Rows are independent and the body deterministic, so compaction never changes a result.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+COMPACTION = 8
+
+
+def bucket_sizes(batch: int, factor: int = COMPACTION) -> list[int]:
+    """Static batch sizes of the compaction levels: batch, batch/8, batch/64, ... (> factor)."""
+    sizes = [batch]
+    while sizes[-1] > factor:
+        sizes.append(-(-sizes[-1] // factor))
+    return sizes
+
+
+def compacting_block_loop(body: Callable[[Any, Any, Any], tuple[Any, Any]],
+                          running: Callable[[Any], Any], rows: Any, work: Any, num_blocks: int,
+                          *, factor: int = COMPACTION) -> Any:
+    """Applies ``rows, work = body(b, rows, work)`` for b = 0, 1, ... while any row is running.
+
+    Args:
+      body: ``(b, rows, work) -> (rows, work)``; ``b`` is the shared block index (a traced int32
+        scalar). A row that is no longer running must come out of ``rows`` unchanged.
+      running: ``rows -> bool[batch]``.
+      rows: the result: a pytree whose leaves have the batch as leading axis; the rows of a
+        compacted level are scattered back.
+      work: per-row inputs and scratch state (keys, draws, a permutation), leading batch axis;
+        gathered on compaction, never scattered back.
+      num_blocks: the loop never goes past this many blocks.
+      factor: compaction factor.
+
+    Returns:
+      The final ``rows``.
+    """
+    batch = jax.tree_util.tree_leaves(rows)[0].shape[0]
+    take = lambda tree, idx: jax.tree_util.tree_map(  # noqa: E731
+        lambda x: jnp.take(x, idx, axis=0), tree)
+
+    def level(sizes, b, rows, work):
+        limit = sizes[1] if len(sizes) > 1 else 0
+
+        def cond(carry):
+            b, rows, _ = carry
+            return (b < num_blocks) & (jnp.sum(running(rows), dtype=jnp.int32) > limit)
+
+        def step(carry):
+            b, rows, work = carry
+            rows, work = body(b, rows, work)
+            return b + 1, rows, work
+
+        b, rows, work = lax.while_loop(cond, step, (b, rows, work))
+        if len(sizes) == 1:
+            return rows
+        # Gather the (at most `limit`) running rows; pad with finished rows, which the body
+        # leaves unchanged, so scattering every gathered row back is harmless.
+        idx = jnp.nonzero(running(rows), size=limit, fill_value=0)[0]
+        sub = level(sizes[1:], b, take(rows, idx), take(work, idx))
+        return jax.tree_util.tree_map(lambda full, part: full.at[idx].set(part), rows, sub)
+
+    return level(bucket_sizes(batch, factor), jnp.int32(0), rows, work)
