@@ -11,6 +11,7 @@ Public surface (DESIGN.md, "Core contracts"):
 """
 
 from svtjax import accounting, budget, datasets, mechanisms, metrics, noise, reference
+from svtjax._cache import enable_compilation_cache
 from svtjax._core import Draws, Outcome, selected
 from svtjax.accounting import Guarantee, NotPrivate, PureDP
 from svtjax.mechanisms import get, names
@@ -27,6 +28,7 @@ __all__ = [
     "accounting",
     "budget",
     "datasets",
+    "enable_compilation_cache",
     "get",
     "mechanisms",
     "metrics",

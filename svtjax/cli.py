@@ -14,6 +14,7 @@ import argparse
 import functools
 import json
 import math
+import os
 import sys
 import time
 from typing import Any, Optional, Sequence
@@ -222,6 +223,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if os.environ.get("SVTJAX_NO_CACHE") != "1":
+        from svtjax import enable_compilation_cache
+
+        try:
+            enable_compilation_cache()
+        except OSError as err:  # an unwritable cache only costs compile time
+            print(f"svtjax: compilation cache disabled ({err})", file=sys.stderr)
     parser = build_parser()
     if argv and argv[0] == "bench":
         try:

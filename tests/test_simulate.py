@@ -81,19 +81,27 @@ def test_sharded_over_four_cpu_devices_is_bit_identical(tmp_path):
             np.testing.assert_array_equal(got[f"{f}_{shuffle}"], np.asarray(getattr(here, f)))
 
 
-def test_epsilon_sweep_compiles_once():
+def test_sweep_of_20_epsilons_by_3_cutoffs_compiles_once():
     q = 50.0 / np.arange(1, 38)  # a shape no other test uses: the first call compiles
     before = simulate_module._run_chunk._cache_size()
-    for eps in np.linspace(0.1, 2.0, 10):
-        mech = svtjax.get("svt-s", epsilon=float(eps), c=3, monotonic=True)
-        svtjax.simulate(mech, q, 5.0, trials=20)
-    assert simulate_module._run_chunk._cache_size() - before == 1
-    for c in (1, 2, 5):  # c is traced as well
-        svtjax.simulate(svtjax.get("svt-s", epsilon=0.5, c=c, monotonic=True), q, 5.0, trials=20)
+    for c in (1, 3, 5):  # c is a traced leaf, like epsilon
+        for eps in np.linspace(0.1, 2.0, 20):
+            mech = svtjax.get("svt-s", epsilon=float(eps), c=c, monotonic=True)
+            svtjax.simulate(mech, q, 5.0, trials=20)
     assert simulate_module._run_chunk._cache_size() - before == 1
     # a structural change (monotonic) does compile again
     svtjax.simulate(svtjax.get("svt-s", epsilon=0.5, c=3), q, 5.0, trials=20)
     assert simulate_module._run_chunk._cache_size() - before == 2
+
+
+def test_vmap_over_a_stacked_batch_of_mechanisms():
+    mechs = [svtjax.get("svt-s", epsilon=e, c=c, monotonic=True) for e, c in
+             [(0.3, 1), (1.0, 2), (2.0, 4)]]
+    stacked = jax.tree_util.tree_map(lambda *x: jax.numpy.stack(x), *mechs)
+    key = jax.random.key(2)
+    batched = jax.vmap(lambda m: m(key, ZIPF, 10.0))(stacked)
+    for i, m in enumerate(mechs):
+        _assert_same(jax.tree_util.tree_map(lambda x: x[i], batched), m(key, ZIPF, 10.0))
 
 
 def test_reduce_sums_per_trial_values_inside_chunks():
