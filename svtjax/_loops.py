@@ -29,7 +29,8 @@ def bucket_sizes(batch: int, factor: int = COMPACTION) -> list[int]:
 
 def compacting_block_loop(body: Callable[[Any, Any, Any], tuple[Any, Any]],
                           running: Callable[[Any], Any], rows: Any, work: Any, num_blocks: int,
-                          *, factor: int = COMPACTION) -> Any:
+                          *, factor: int = COMPACTION,
+                          take_work: Callable[[Any, Any], Any] | None = None) -> Any:
     """Applies ``rows, work = body(b, rows, work)`` for b = 0, 1, ... while any row is running.
 
     Args:
@@ -42,6 +43,8 @@ def compacting_block_loop(body: Callable[[Any, Any, Any], tuple[Any, Any]],
         gathered on compaction, never scattered back.
       num_blocks: the loop never goes past this many blocks.
       factor: compaction factor.
+      take_work: ``(work, idx) -> work`` gathering rows ``idx`` of ``work`` (default: along the
+        leading axis of every leaf), for work laid out with the batch elsewhere.
 
     Returns:
       The final ``rows``.
@@ -49,6 +52,7 @@ def compacting_block_loop(body: Callable[[Any, Any, Any], tuple[Any, Any]],
     batch = jax.tree_util.tree_leaves(rows)[0].shape[0]
     take = lambda tree, idx: jax.tree_util.tree_map(  # noqa: E731
         lambda x: jnp.take(x, idx, axis=0), tree)
+    take_work = take if take_work is None else take_work
 
     def level(sizes, b, rows, work):
         limit = sizes[1] if len(sizes) > 1 else 0
@@ -68,7 +72,7 @@ def compacting_block_loop(body: Callable[[Any, Any, Any], tuple[Any, Any]],
         # Gather the (at most `limit`) running rows; pad with finished rows, which the body
         # leaves unchanged, so scattering every gathered row back is harmless.
         idx = jnp.nonzero(running(rows), size=limit, fill_value=0)[0]
-        sub = level(sizes[1:], b, take(rows, idx), take(work, idx))
+        sub = level(sizes[1:], b, take(rows, idx), take_work(work, idx))
         return jax.tree_util.tree_map(lambda full, part: full.at[idx].set(part), rows, sub)
 
     return level(bucket_sizes(batch, factor), jnp.int32(0), rows, work)

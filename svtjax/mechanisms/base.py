@@ -25,7 +25,7 @@ from svtjax._types import Array, DTypeLike, Key
 __all__ = ["BLOCK", "STREAM", "Mechanism", "register", "get", "names", "registry",
            "stream_key", "block_variates", "stream_variates", "block_order", "stream_order"]
 
-BLOCK = 256
+BLOCK = 64
 """Positions per random block. Part of the numbers' definition: changing it changes outcomes."""
 
 STREAM = {"threshold": 0, "query": 1, "refresh": 2, "answer": 3, "order": 4}
