@@ -54,6 +54,9 @@ class SVTSpec:
         (q + ν − (T + ρ)).
       answer_noise: Noise class of the released answer noise (``release="answer"``).
       cutoff: halt after ``c`` ⊤ answers.
+      max_passes: passes over the items (retraversal, Lyu'17 §4.4). Pass 1 visits every item;
+        each later pass revisits, in the same order, the items not answered ⊤ so far. The stream
+        has L = n × max_passes positions, pass p occupying positions p·n .. p·n + n − 1.
     """
 
     threshold_noise: type
@@ -62,6 +65,7 @@ class SVTSpec:
     release: str = "none"
     answer_noise: Optional[type] = None
     cutoff: bool = True
+    max_passes: int = 1
 
 
 class SVTScales(NamedTuple):
@@ -72,6 +76,7 @@ class SVTScales(NamedTuple):
     answer: Array  # scale of released-answer noise (ignored unless release == "answer")
     c: Array  # cut-off
     top_cost: Array  # budget charged at each ⊤
+    shift: Array = 0.0  # added to every threshold (SVT-ReTr's raised threshold)
 
 
 class _State(NamedTuple):
@@ -96,23 +101,37 @@ class _BlockDraws(NamedTuple):
 
 # -- randomness ----------------------------------------------------------------------------
 
+def _pass_variates(skey: Key, n: int, passes: int, standard, dtype) -> Array:
+    """float[passes * n]: position p·n + i comes from block p·nb + i // BLOCK (nb blocks per
+    pass), so every pass starts on a block boundary. One pass is ``stream_variates``."""
+    if passes == 1:
+        return stream_variates(skey, n, standard, dtype)
+    nb = num_blocks(n)
+    blocks = jax.vmap(lambda g: block_variates(skey, g, standard, dtype))(
+        jnp.arange(passes * nb))
+    return blocks.reshape(passes, nb * BLOCK)[:, :n].reshape(-1)
+
+
 def draw(spec: SVTSpec, key: Key, n: int, *, shuffle: bool, dtype: DTypeLike) -> Draws:
     """All random numbers of one trial on a stream of ``n`` queries (standard variates)."""
     t_key = stream_key(key, "threshold")
+    passes = spec.max_passes
+
+    def stream(name, noise):
+        return _pass_variates(stream_key(key, name), n, passes, noise.standard, dtype)
+
     return Draws(
         threshold=spec.threshold_noise.standard(t_key, (), dtype),
-        query=(None if spec.query_noise is None else
-               stream_variates(stream_key(key, "query"), n, spec.query_noise.standard, dtype)),
-        refresh=(stream_variates(stream_key(key, "refresh"), n, spec.threshold_noise.standard,
-                                 dtype) if spec.resample else None),
-        answer=(stream_variates(stream_key(key, "answer"), n, spec.answer_noise.standard, dtype)
-                if spec.release == "answer" else None),
+        query=None if spec.query_noise is None else stream("query", spec.query_noise),
+        refresh=stream("refresh", spec.threshold_noise) if spec.resample else None,
+        answer=stream("answer", spec.answer_noise) if spec.release == "answer" else None,
         order=stream_order(stream_key(key, "order"), n) if shuffle else None,
     )
 
 
 def _lazy_block_draws(spec, keys, b, n, shuffle, dtype) -> _BlockDraws:
-    """Block ``b`` of every stream for a batch of trial keys (drawn on demand)."""
+    """Block ``b`` (counted over all passes) of every stream for a batch of trial keys, drawn on
+    demand. The order stream is only read in the first pass."""
     def variates(name, noise):
         skeys = jax.vmap(lambda k: stream_key(k, name))(keys)
         return jax.vmap(lambda s: block_variates(s, b, noise.standard, dtype))(skeys)
@@ -120,7 +139,8 @@ def _lazy_block_draws(spec, keys, b, n, shuffle, dtype) -> _BlockDraws:
     order = None
     if shuffle:
         skeys = jax.vmap(lambda k: stream_key(k, "order"))(keys)
-        order = jax.vmap(lambda s: block_order(s, b, n))(skeys)
+        b_order = jnp.minimum(b, num_blocks(n) - 1)
+        order = jax.vmap(lambda s: block_order(s, b_order, n))(skeys)
     return _BlockDraws(
         query=None if spec.query_noise is None else variates("query", spec.query_noise),
         refresh=variates("refresh", spec.threshold_noise) if spec.resample else None,
@@ -137,19 +157,23 @@ def _padded(x: Optional[Array], n_pad: int, fill=0) -> Optional[Array]:
     return jnp.pad(x, widths, constant_values=fill)
 
 
-def _sliced_block_draws(draws: Draws, b, n_pad: int) -> _BlockDraws:
-    """Block ``b`` of batched, pre-drawn ``Draws``."""
+def _sliced_block_draws(draws: Draws, b, n: int, passes: int) -> _BlockDraws:
+    """Block ``b`` (counted over all passes) of batched, pre-drawn ``Draws``."""
+    n_pad = num_blocks(n) * BLOCK
+
     def cut(x, fill=0):
         if x is None:
             return None
-        x = _padded(x, n_pad, fill)
+        x = _padded(x.reshape(x.shape[:-1] + (passes, n)), n_pad, fill)
+        x = x.reshape(x.shape[:-2] + (passes * n_pad,))
         return lax.dynamic_slice_in_dim(x, b * BLOCK, BLOCK, axis=x.ndim - 1)
 
     order = None
     if draws.order is not None:
         pos = jnp.arange(n_pad, dtype=jnp.int32)
-        full = jnp.where(pos < draws.order.shape[-1], _padded(draws.order, n_pad), pos)
-        order = lax.dynamic_slice_in_dim(full, b * BLOCK, BLOCK, axis=full.ndim - 1)
+        full = jnp.where(pos < n, _padded(draws.order, n_pad), pos)
+        b_order = jnp.minimum(b, num_blocks(n) - 1)
+        order = lax.dynamic_slice_in_dim(full, b_order * BLOCK, BLOCK, axis=full.ndim - 1)
     return _BlockDraws(cut(draws.query), cut(draws.refresh), cut(draws.answer), order)
 
 
@@ -210,11 +234,26 @@ def _fisher_yates_block(fy: _Shuffle, order: Array, b) -> tuple[_Shuffle, Array]
 
 
 def _decide_block(spec: SVTSpec, sc: SVTScales, vectorized: bool, state: _State,
-                  bd: _BlockDraws, items: Optional[Array], b, q_pad: Array, t_pad: Array,
+                  bd: _BlockDraws, items: Optional[Array], g, q_pad: Array, t_pad: Array,
                   n: int) -> _State:
+    """Block ``g`` counted over all passes: pass ``g // nb``, in-pass block ``g % nb``."""
     dtype = q_pad.dtype
+    nb = num_blocks(n)
+    n_pad = nb * BLOCK
+    passes = spec.max_passes
+    b = g % nb if passes > 1 else g
     pos = b * BLOCK + jnp.arange(BLOCK, dtype=jnp.int32)
     valid = pos < n
+    if passes > 1:
+        # Later passes revisit the first pass's items, skipping those already answered ⊤.
+        past = lax.dynamic_slice_in_dim(state.answers.reshape(passes, n_pad), b * BLOCK, BLOCK,
+                                        axis=1)
+        earlier = jnp.arange(passes)[:, None] < g // nb
+        valid = valid & ~jnp.any((past == 1) & earlier, axis=0)
+        if state.items is not None:
+            first = lax.dynamic_slice_in_dim(state.items, b * BLOCK, BLOCK)
+            items = jnp.where(g < nb, items, jnp.maximum(first, 0)) if items is not None \
+                else jnp.maximum(first, 0)
     if items is not None:
         q_blk, t_blk = q_pad[items], t_pad[items]
     else:
@@ -267,7 +306,7 @@ def _decide_block(spec: SVTSpec, sc: SVTScales, vectorized: bool, state: _State,
         raise ValueError(f"unknown release {spec.release!r}")
 
     answers = jnp.where(active, top.astype(jnp.int8), jnp.int8(-1))
-    at = b * BLOCK
+    at = g * BLOCK  # buffers are laid out [passes, n_pad], flattened
 
     def put(buf, blk):
         if buf is None:
@@ -281,26 +320,34 @@ def _decide_block(spec: SVTSpec, sc: SVTScales, vectorized: bool, state: _State,
 # -- batch drivers -------------------------------------------------------------------------
 
 def _init_state(spec, sc, z0, n_pad, dtype, shuffle) -> _State:
+    length = spec.max_passes * n_pad
     return _State(
         count=jnp.zeros((), jnp.int32),
         rho=jnp.asarray(sc.threshold, dtype) * z0,
-        answers=jnp.full((n_pad,), -1, jnp.int8),
-        items=jnp.full((n_pad,), -1, jnp.int32) if shuffle else None,
-        values=None if spec.release == "none" else jnp.full((n_pad,), jnp.nan, dtype),
+        answers=jnp.full((length,), -1, jnp.int8),
+        items=jnp.full((length,), -1, jnp.int32) if shuffle else None,
+        values=None if spec.release == "none" else jnp.full((length,), jnp.nan, dtype),
     )
 
 
-def _finish(sc, state: _State, n: int, dtype) -> Outcome:
-    answers = state.answers[:, :n]
+def _finish(spec, sc, state: _State, n: int, dtype) -> Outcome:
+    passes = spec.max_passes
+
+    def unpad(x):  # [batch, passes * n_pad] -> [batch, passes * n]
+        batch = x.shape[0]
+        return x.reshape(batch, passes, -1)[:, :, :n].reshape(batch, passes * n)
+
+    answers = unpad(state.answers)
     evaluated = answers >= 0
     if state.items is None:
-        items = jnp.where(evaluated, jnp.arange(n, dtype=jnp.int32), jnp.int32(-1))
+        position = jnp.tile(jnp.arange(n, dtype=jnp.int32), passes)
+        items = jnp.where(evaluated, position, jnp.int32(-1))
     else:
-        items = state.items[:, :n]
+        items = unpad(state.items)
     if state.values is None:
         values = jnp.full(answers.shape, jnp.nan, dtype)
     else:
-        values = state.values[:, :n]
+        values = unpad(state.values)
     cost = jnp.where(answers == 1, jnp.asarray(sc.top_cost, dtype), jnp.zeros((), dtype))
     return Outcome(answers, items, values, cost)
 
@@ -314,7 +361,7 @@ def _loop(spec, sc, vectorized, z0, src, get_block, q, t, shuffle) -> Outcome:
     n_pad = nb * BLOCK
     dtype = q.dtype
     q_pad = _padded(q, n_pad)
-    t_pad = _padded(t, n_pad)
+    t_pad = _padded(t + jnp.asarray(sc.shift, dtype), n_pad)
     state = jax.vmap(lambda z: _init_state(spec, sc, z, n_pad, dtype, shuffle))(z0)
     fy = _shuffle_init(z0.shape[0], n_pad) if shuffle else None
 
@@ -327,8 +374,12 @@ def _loop(spec, sc, vectorized, z0, src, get_block, q, t, shuffle) -> Outcome:
         fy, src = work
         bd = get_block(src, b)
         items = None
-        if fy is not None:
+        if fy is not None and spec.max_passes == 1:
             fy, items = _fisher_yates_block(fy, bd.order, b)
+        elif fy is not None:  # the shuffle happens in the first pass only
+            fy, items = lax.cond(
+                b < nb, lambda f: _fisher_yates_block(f, bd.order, b),
+                lambda f: (f, jnp.zeros((bd.order.shape[0], BLOCK), jnp.int32)), fy)
         state = jax.vmap(
             lambda s, d, i: _decide_block(spec, sc, vectorized, s, d, i, b, q_pad, t_pad, n)
         )(state, bd, items)
@@ -337,8 +388,9 @@ def _loop(spec, sc, vectorized, z0, src, get_block, q, t, shuffle) -> Outcome:
     take_work = lambda work, idx: (  # noqa: E731
         _take_shuffle(work[0], idx),
         jax.tree_util.tree_map(lambda x: jnp.take(x, idx, axis=0), work[1]))
-    state = compacting_block_loop(body, running, state, (fy, src), nb, take_work=take_work)
-    return _finish(sc, state, n, dtype)
+    state = compacting_block_loop(body, running, state, (fy, src), nb * spec.max_passes,
+                                  take_work=take_work)
+    return _finish(spec, sc, state, n, dtype)
 
 
 def run_keys(spec: SVTSpec, sc: SVTScales, keys: Key, q: Array, t: Array, *, shuffle: bool,
@@ -355,7 +407,7 @@ def run_keys(spec: SVTSpec, sc: SVTScales, keys: Key, q: Array, t: Array, *, shu
 def run_draws(spec: SVTSpec, sc: SVTScales, draws: Draws, q: Array, t: Array, *,
               vectorized: bool = True) -> Outcome:
     """A batch of trials from pre-drawn (batched) ``Draws``."""
-    n_pad = num_blocks(q.shape[0]) * BLOCK
-    get_block = lambda d, b: _sliced_block_draws(d, b, n_pad)  # noqa: E731
+    n, passes = q.shape[0], spec.max_passes
+    get_block = lambda d, b: _sliced_block_draws(d, b, n, passes)  # noqa: E731
     return _loop(spec, sc, vectorized, jnp.asarray(draws.threshold, q.dtype), draws, get_block,
                  q, t, draws.order is not None)

@@ -24,6 +24,7 @@ Choices where the paper is silent (documented and tested):
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from typing import Any
@@ -39,7 +40,7 @@ from svtjax.mechanisms import _svt_engine as engine
 from svtjax.mechanisms.base import Mechanism, register
 from svtjax.noise import Laplace
 
-__all__ = ["LyuAlg1", "DPBook", "Roth11", "LeeClifton", "Stoddard", "Chen", "SVTS"]
+__all__ = ["LyuAlg1", "DPBook", "Roth11", "LeeClifton", "Stoddard", "Chen", "SVTS", "SVTReTr"]
 
 
 def _canonical_number(value: Any, kind: type) -> Any:
@@ -395,3 +396,55 @@ class SVTS(_ClassicSVT):
                else "Theorem 6")
         return PureDP(f"Lyu, Su, Li 2017, {thm}: Algorithm 7 is (ε1+ε2+ε3)-DP",
                       eps1 + eps2 + eps3)
+
+
+@register
+@pytree_dataclass
+class SVTReTr(SVTS):
+    """SVT with retraversal and a raised threshold, "SVT-ReTr" (Lyu et al. 2017, §4.4 and §5;
+    slides ``seeds/001``: SVT-ReTr-1:c^(2/3)-1D/3D/5D).
+
+    SVT-S (Algorithm 7) run on the stream "all items, then again the items not yet selected, ..."
+    with every threshold raised by ``raise_by`` times the query-noise scale D (§5: "increases the
+    threshold T by the scale factor of the Laplace noise injected to each query"; the slides'
+    1D, 3D, 5D are ``raise_by`` = 1, 3, 5). ρ is drawn once; pass 1 visits every item, each later
+    pass revisits, in the same order, the items answered ⊥ so far, until c items are selected or
+    ``max_passes`` passes are done (the paper retraverses "until c queries are selected"; a cap
+    keeps the stream finite — the default 10 is svtjax's choice). Positions of items already
+    selected are not evaluated (-1).
+
+    Privacy: SVT's guarantee holds for any stream of queries chosen independently of the noise,
+    and the raised threshold is data-independent, so Theorem 6 (Theorem 7 for monotonic queries)
+    applies unchanged: (ε1 + ε2 + ε3)-DP.
+
+    Args (besides SVT-S's):
+      raise_by: threshold increase in units of the query-noise scale (>= 0; default 1).
+      max_passes: number of passes (integer >= 1, static: it fixes the stream length).
+    """
+
+    raise_by: Any = 1.0
+    max_passes: int = static_field(default=10)
+    name = "svt-retr"
+
+    def __post_init__(self):
+        super().__post_init__()
+        _validate.nonnegative("raise_by", self.raise_by)
+        object.__setattr__(self, "raise_by", _canonical_number(self.raise_by, float))
+        if isinstance(self.max_passes, bool) or not isinstance(self.max_passes, int):
+            raise TypeError(f"max_passes must be an integer >= 1; got {self.max_passes!r}")
+        _validate.integer("max_passes", self.max_passes, minimum=1)
+
+    def spec(self):
+        return dataclasses.replace(super().spec(), max_passes=self.max_passes)
+
+    def scales(self):
+        sc = super().scales()
+        return sc._replace(shift=self.raise_by * sc.query)
+
+    def stream_length(self, n: int) -> int:
+        return n * self.max_passes
+
+    def privacy(self):
+        base = super().privacy()
+        return PureDP(base.statement.replace("Algorithm 7", "Algorithm 7 on the retraversal "
+                                             "stream (§4.4)"), base.eps)

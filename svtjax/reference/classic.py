@@ -16,7 +16,7 @@ import numpy as np
 from svtjax._core import Draws, Outcome
 
 __all__ = ["stream_order", "lyu_alg1", "dpbook", "roth11", "lee_clifton", "stoddard", "chen",
-           "svt_s", "split_ratio"]
+           "svt_s", "svt_retr", "split_ratio"]
 
 
 def stream_order(draws: Draws, n: int) -> np.ndarray:
@@ -65,14 +65,26 @@ def _setup(draws, queries, thresholds):
 
 
 def _classic(draws, queries, thresholds, *, rho_scale, nu_scale, c, top_cost,
-             reset_rho=False, output_noisy_query=False, answer_scale=None):
-    """Figure 1's loop, parameterised by the entries of Figure 2 (and Alg 7's line 6)."""
+             reset_rho=False, output_noisy_query=False, answer_scale=None, passes=1,
+             raise_threshold=0.0):
+    """Figure 1's loop, parameterised by the entries of Figure 2 (and Alg 7's line 6).
+
+    With ``passes > 1`` the stream is the retraversal of §4.4: the items in order, then again the
+    items not answered ⊤ so far, ... (stream position p·n + k holds the k-th item of pass p);
+    ``raise_threshold`` is added to every T_i (SVT-ReTr).
+    """
     q, T, n, dtype, order = _setup(draws, queries, thresholds)
-    rec = _Recorder(n, dtype)
+    T = T + dtype(raise_threshold)
+    rec = _Recorder(n * passes, dtype)
     rho = dtype(rho_scale) * dtype(draws.threshold)            # line 1: ρ = Lap(.)
     count = 0
-    for p in range(n):                                          # line 2: for each query q_i
-        i = order[p]
+    chosen = set()
+    for p in range(n * passes):                                 # line 2: for each query q_i
+        if count >= c:                                          # line 6: abort if count ≥ c
+            break
+        i = order[p % n]
+        if p >= n and i in chosen:                              # §4.4: retraverse unselected
+            continue
         if nu_scale is None:
             nu = None                                           # Alg 5: ν_i = 0
             noisy_q = q[i]
@@ -86,11 +98,10 @@ def _classic(draws, queries, thresholds, *, rho_scale, nu_scale, c, top_cost,
             elif answer_scale is not None:                      # Alg 7 lines 5-6 (ε3 > 0)
                 value = q[i] + dtype(answer_scale) * dtype(draws.answer[p])
             rec.output(p, i, 1, value, top_cost)                # a_i = ⊤
+            chosen.add(i)
             if reset_rho:
                 rho = dtype(rho_scale) * dtype(draws.refresh[p])   # Alg 2 line 5
             count += 1
-            if count >= c:                                      # line 6: abort if count ≥ c
-                break
         else:
             rec.output(p, i, 0)                                 # line 8: a_i = ⊥
     return rec.outcome()
@@ -141,7 +152,7 @@ def split_ratio(allocation: str, c: int) -> float:
 
 
 def svt_s(draws, queries, thresholds, *, epsilon, c, sensitivity=1.0, eps3=0.0,
-          monotonic=False, allocation=None):
+          monotonic=False, allocation=None, raise_by=None, max_passes=1):
     """Algorithm 7 (SVT-S): ρ = Lap(Δ/ε1), ν_i = Lap(2cΔ/ε2) (Lap(cΔ/ε2) if monotonic, Thm 7),
     ⊤ releases q_i + Lap(cΔ/ε3) when ε3 > 0; stop after c ⊤. ε − ε3 is split ε1 : ε2 by the
     named rule, or ``allocation`` is an explicit ``(eps1, eps2)``."""
@@ -154,6 +165,16 @@ def svt_s(draws, queries, thresholds, *, epsilon, c, sensitivity=1.0, eps3=0.0,
         eps2 = (epsilon - eps3) * x / (1 + x)     # ε1 : ε2 = 1 : x
         eps1 = (epsilon - eps3) - eps2
     k = 1 if monotonic else 2
+    nu_scale = k * c * sensitivity / eps2
     return _classic(draws, queries, thresholds, rho_scale=sensitivity / eps1,
-                    nu_scale=k * c * sensitivity / eps2, c=c, top_cost=(eps2 + eps3) / c,
-                    answer_scale=c * sensitivity / eps3 if eps3 > 0 else None)
+                    nu_scale=nu_scale, c=c, top_cost=(eps2 + eps3) / c,
+                    answer_scale=c * sensitivity / eps3 if eps3 > 0 else None,
+                    passes=max_passes,
+                    raise_threshold=0.0 if raise_by is None else raise_by * nu_scale)
+
+
+def svt_retr(draws, queries, thresholds, *, raise_by=1.0, max_passes=10, **svt_s_params):
+    """SVT-ReTr (§4.4, §5): Algorithm 7 with every T_i raised by ``raise_by`` × the query-noise
+    scale, on the stream that retraverses the unselected items, at most ``max_passes`` passes."""
+    return svt_s(draws, queries, thresholds, raise_by=raise_by, max_passes=max_passes,
+                 **svt_s_params)
