@@ -3,7 +3,9 @@
 Registry names are part of the API (DESIGN.md, "Registry"); a name never changes meaning.
 """
 
-from svtjax.mechanisms import classic  # noqa: F401  (registers the Lyu'17 family)
+# Importing a family module registers its mechanisms (classic: Lyu'17 Algorithms 1-7;
+# selection: em-peeling, report-noisy-max).
+from svtjax.mechanisms import classic, selection  # noqa: F401
 from svtjax.mechanisms.base import (
                                     BLOCK,
                                     Mechanism,

@@ -13,10 +13,10 @@ from typing import Callable
 import numpy as np
 
 from svtjax._core import Draws, Outcome
-from svtjax.reference import classic
+from svtjax.reference import classic, selection
 from svtjax.reference.classic import stream_order
 
-__all__ = ["REFERENCES", "run", "stream_order", "classic"]
+__all__ = ["REFERENCES", "run", "stream_order", "classic", "selection"]
 
 REFERENCES: dict[str, Callable[..., Outcome]] = {
     "lyu-alg1": classic.lyu_alg1,
@@ -26,6 +26,9 @@ REFERENCES: dict[str, Callable[..., Outcome]] = {
     "stoddard": classic.stoddard,
     "chen": classic.chen,
     "svt-s": classic.svt_s,
+    "svt-retr": classic.svt_retr,
+    "em-peeling": selection.em_peeling,
+    "report-noisy-max": selection.report_noisy_max,
 }
 
 
@@ -42,7 +45,7 @@ def run(mech, draws: Draws, queries, thresholds) -> Outcome:
         raise ValueError(f"no numpy reference for {name!r}; references exist for "
                          f"{sorted(REFERENCES)}")
     params = dict(mech.params())
-    if name == "svt-s" and params.get("allocation") == "explicit":
+    if name in ("svt-s", "svt-retr") and params.get("allocation") == "explicit":
         params["allocation"] = tuple(float(x) for x in mech._split)
     for key, value in list(params.items()):
         if isinstance(value, np.ndarray) or hasattr(value, "shape"):
