@@ -28,9 +28,19 @@ def _eps(rng):
     return {"epsilon": float(rng.uniform(0.2, 4.0))}
 
 
+def _eps_sensitivity(rng):
+    return {"epsilon": float(rng.uniform(0.2, 4.0)), "sensitivity": float(rng.uniform(0.5, 3.0))}
+
+
 def _eps_c_eps3(rng):
     d = _eps_c(rng)
     d["eps3"] = float(d["epsilon"] * rng.uniform(0.1, 0.5))
+    return d
+
+
+def _eps_c_raise(rng):
+    d = _eps_c(rng)
+    d["raise_by"] = float(rng.choice([0.0, 1.0, 3.0, 5.0]))
     return d
 
 
@@ -48,6 +58,17 @@ CASES = [
     Case("svt-s-1:c", "svt-s", {"allocation": "1:c"}, _eps_c),
     Case("svt-s-eps3", "svt-s", {}, _eps_c_eps3),
     Case("svt-s-eps3-monotonic", "svt-s", {"monotonic": True}, _eps_c_eps3),
+    # Retraversal: the stream is max_passes x n long (static); raise_by is traced.
+    Case("svt-retr", "svt-retr", {"max_passes": 3}, _eps_c_raise),
+    Case("svt-retr-monotonic-1:1", "svt-retr", {"max_passes": 2, "monotonic": True,
+                                                "allocation": "1:1"}, _eps_c_raise),
+    # Selection: c / k fix the Outcome's shape, so they are static (fixed per case).
+    Case("em-peeling", "em-peeling", {"c": 3}, _eps_sensitivity),
+    Case("report-noisy-max", "report-noisy-max", {"k": 3}, _eps_sensitivity, has_cutoff=False),
+    Case("report-noisy-max-gumbel-monotonic", "report-noisy-max",
+         {"k": 2, "noise": "gumbel", "monotonic": True}, _eps_sensitivity, has_cutoff=False),
+    Case("report-noisy-max-exponential", "report-noisy-max", {"noise": "exponential"},
+         _eps_sensitivity, has_cutoff=False),
 ]
 
 

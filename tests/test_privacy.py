@@ -54,7 +54,10 @@ def _theorem6_epsilon(mech, monotonic=False, eps3_released=False):
 # The registry is covered
 # --------------------------------------------------------------------------------------------
 
-PRIVACY_CASES = {"lyu-alg1", "dpbook", "roth11", "lee-clifton", "stoddard", "chen", "svt-s"}
+PRIVACY_CASES = {"lyu-alg1", "dpbook", "roth11", "lee-clifton", "stoddard", "chen", "svt-s",
+                 "svt-retr",
+                 # privacy() tests of the selection mechanisms are in tests/test_selection.py
+                 "em-peeling", "report-noisy-max"}
 
 
 def test_every_registered_mechanism_has_a_privacy_test():
@@ -352,6 +355,28 @@ def test_bad_numeric_parameters_name_the_parameter(name):
         params[param] = value
         with pytest.raises(ValueError, match=rf"^{param} must be"):
             mechanisms.get(name, **params)
+
+
+@pytest.mark.parametrize("monotonic", [False, True])
+@pytest.mark.parametrize("raise_by", [0.0, 1.0, 5.0])
+def test_svt_retr_is_svt_s_on_the_retraversal_stream(monotonic, raise_by):
+    """Lyu'17 §4.4: the raised threshold is data-independent and retraversal only lengthens the
+    stream, so SVT-ReTr has SVT-S's guarantee (Theorem 6, or 7 when monotonic)."""
+    for eps, c in [(0.1, 25), (0.5, 50), (2.0, 300)]:
+        retr = mechanisms.get("svt-retr", epsilon=eps, c=c, monotonic=monotonic,
+                              raise_by=raise_by, max_passes=4)
+        plain = mechanisms.get("svt-s", epsilon=eps, c=c, monotonic=monotonic)
+        got = retr.privacy()
+        assert got.epsilon() == pytest.approx(eps, rel=1e-12)
+        assert got.epsilon() == pytest.approx(plain.privacy().epsilon(), rel=1e-12)
+        assert ("Theorem 7" in got.statement) == monotonic
+        assert "Theorem 6" in got.statement or monotonic
+        assert "4.4" in got.statement
+        # the threshold is raised by raise_by query-noise scales, nothing else changes
+        sc, sp = retr.scales(), plain.scales()
+        assert float(sc.shift) == pytest.approx(raise_by * float(sp.query), rel=1e-12)
+        assert float(sc.query) == pytest.approx(float(sp.query), rel=1e-12)
+        assert float(sc.threshold) == pytest.approx(float(sp.threshold), rel=1e-12)
 
 
 def test_stoddard_and_chen_take_no_cutoff():
