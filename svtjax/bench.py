@@ -39,6 +39,7 @@ import datetime as _dt
 import functools
 import glob
 import json
+import math
 import os
 import platform
 import socket
@@ -50,6 +51,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 __all__ = ["Config", "SCHEMA", "HEADLINE", "main", "run", "zipf_workload", "mechanism_params",
@@ -59,8 +62,8 @@ SCHEMA = "svtjax-bench/1"
 HEADLINE = "svt-s"
 MODES = ("fixed", "shuffle")
 ENGINES = ("svtjax", "svtjax-reduce", "numpy-reference", "numpy-vectorized", "numba",
-           "numba-parallel", "rng-floor")
-BASELINES = ("numba", "numba-parallel", "numpy-vectorized", "numpy-reference")
+           "numba-parallel", "numba-count", "rng-floor")
+BASELINES = ("numba", "numba-parallel", "numba-count", "numpy-vectorized", "numpy-reference")
 _REPO = Path(__file__).resolve().parents[1]
 
 
@@ -82,6 +85,8 @@ class Config:
         the trials that fit, at least ``reference_min_trials``).
       cache_check: run the persistent compilation-cache subprocess check.
       cache_check_size: ``(n, trials)`` of that check.
+      cache_check_cold: also run a process without the cache (else the cache-populating
+        process stands in for the cold one; quick mode saves a process this way).
       memory_check: run the peak-RSS subprocess check.
       memory_n, memory_trials, memory_chunks: its workload and chunk sizes.
       quick: the smoke-test configuration (recorded so RESULTS.md can skip it).
@@ -101,6 +106,7 @@ class Config:
     reference_max_trials: int = 500
     cache_check: bool = True
     cache_check_size: tuple = (10_000, 1_000)
+    cache_check_cold: bool = True
     memory_check: bool = True
     memory_n: int = 1_000
     memory_trials: int = 1_000_000
@@ -112,7 +118,8 @@ class Config:
 def quick_config(**overrides) -> Config:
     """A smoke-test configuration that runs in well under a minute on two cores."""
     base = dict(sizes=((1_000, 200),), repeats=2, only=(HEADLINE,), reference_budget_s=0.1,
-                reference_max_trials=20, cache_check_size=(1_000, 100), memory_n=500,
+                reference_max_trials=20, cache_check_size=(1_000, 100), cache_check_cold=False,
+                memory_n=500,
                 memory_trials=20_000, memory_chunks=(500, 5_000), quick=True, suite="quick")
     base.update(overrides)
     return Config(**base)
@@ -222,8 +229,6 @@ def machine_info() -> dict:
 
 
 def device_info() -> dict:
-    import jax
-
     devs = jax.devices()
     return {
         "backend": jax.default_backend(),
@@ -257,19 +262,57 @@ def versions() -> dict:
     }
 
 
+def source_state() -> dict:
+    """The svtjax source that was timed: git commit, dirty flag, hash of the package files."""
+    import hashlib
+
+    pkg = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(pkg.rglob("*.py")):
+        digest.update(str(path.relative_to(pkg)).encode())
+        digest.update(path.read_bytes())
+    state = {"package_sha256": digest.hexdigest()[:16], "git_commit": None, "git_dirty": None}
+    try:
+        git = lambda *a: subprocess.run(["git", "-C", str(pkg), *a], capture_output=True,  # noqa: E731
+                                        text=True, timeout=10)
+        head = git("rev-parse", "HEAD")
+        if head.returncode == 0:
+            state["git_commit"] = head.stdout.strip()
+            dirty = git("status", "--porcelain", "--", str(pkg))
+            state["git_dirty"] = bool(dirty.stdout.strip())
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return state
+
+
 # -- timing helpers ------------------------------------------------------------------------
 
 def _median(xs: Sequence[float]) -> float:
     return float(statistics.median(xs))
 
 
-def _timed(fn: Callable[[], Any], repeats: int) -> tuple[list, Any]:
+MIN_SAMPLE_S = 0.05
+"""A timed sample repeats a short call until it lasts about this long (timeit's autorange), so a
+few milliseconds of scheduler noise on a busy machine do not decide a millisecond-scale median."""
+
+
+def _timed(fn: Callable[[], Any], repeats: int, min_sample_s: float = MIN_SAMPLE_S
+           ) -> tuple[list, Any, int]:
+    """``repeats`` samples of ``fn``'s per-call wall time; returns (times, last output, calls
+    per sample). ``fn`` must already be warm (compiled)."""
+    number = 1
+    if min_sample_s > 0:
+        t0 = time.perf_counter()
+        fn()
+        estimate = time.perf_counter() - t0
+        number = int(min(100, max(1, math.ceil(min_sample_s / max(estimate, 1e-6)))))
     times, out = [], None
     for _ in range(repeats):
         t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return times, out
+        for _ in range(number):
+            out = fn()
+        times.append((time.perf_counter() - t0) / number)
+    return times, out, number
 
 
 def _result(engine: str, mechanism: str, n: int, trials: int, mode: str, **fields) -> dict:
@@ -280,7 +323,9 @@ def _result(engine: str, mechanism: str, n: int, trials: int, mode: str, **field
         median = row["median_s"]
         row["throughput"] = n * trials / median
         if row.get("evaluated") is not None:
-            row["evaluated_fraction"] = row["evaluated"] / (n * trials)
+            # Of the Outcome's positions: L = n for one pass; k for a top-k selection.
+            length = row.setdefault("stream_length", n)
+            row["evaluated_fraction"] = row["evaluated"] / (length * trials)
             row["evaluated_rate"] = row["evaluated"] / median
     return row
 
@@ -289,12 +334,24 @@ def _skipped(engine, mechanism, n, trials, mode, reason) -> dict:
     return _result(engine, mechanism, n, trials, mode, status="skipped", reason=reason)
 
 
+_GROUP = 100  # <= 127, so a group's count of 0/1 flags fits int8
+
+
+def _count_per_trial(flags):
+    """Exact row sums of a bool[..., L] array.
+
+    Summed in int8 over groups of ``_GROUP`` first: XLA's CPU backend vectorises same-width int8
+    reductions but not widening (s8 -> s32) ones, which measured ~10x slower here.
+    """
+    pad = (-flags.shape[-1]) % _GROUP
+    x = jnp.pad(flags.astype(jnp.int8), [(0, 0)] * (flags.ndim - 1) + [(0, pad)])
+    x = x.reshape(x.shape[:-1] + (x.shape[-1] // _GROUP, _GROUP))
+    return jnp.sum(jnp.sum(x, axis=-1, dtype=jnp.int8).astype(jnp.int32), axis=-1)
+
+
 def count_reduce(outcome):
     """Per-trial (evaluated positions, ⊤ answers) — the ``reduce=`` used by the benchmark."""
-    import jax.numpy as jnp
-
-    return (jnp.sum(outcome.answers >= 0, axis=-1, dtype=jnp.int32),
-            jnp.sum(outcome.answers == 1, axis=-1, dtype=jnp.int32))
+    return (_count_per_trial(outcome.answers >= 0), _count_per_trial(outcome.answers == 1))
 
 
 # -- svtjax --------------------------------------------------------------------------------
@@ -302,8 +359,6 @@ def count_reduce(outcome):
 def time_svtjax(mech, q, T, trials: int, shuffle: bool, repeats: int, seed: int,
                 reduce: bool = False) -> dict:
     """First call (compile + run), then ``repeats`` warm calls of ``simulate``."""
-    import jax
-
     import svtjax
 
     kwargs = dict(trials=trials, seed=seed, shuffle=shuffle, progress=False)
@@ -313,7 +368,7 @@ def time_svtjax(mech, q, T, trials: int, shuffle: bool, repeats: int, seed: int,
     t0 = time.perf_counter()
     run_once()
     first = time.perf_counter() - t0
-    times, out = _timed(run_once, repeats)
+    times, out, number = _timed(run_once, repeats)
     if reduce:
         evaluated, tops = (int(np.asarray(x)) for x in out)
     else:
@@ -322,8 +377,8 @@ def time_svtjax(mech, q, T, trials: int, shuffle: bool, repeats: int, seed: int,
         del answers
     median = _median(times)
     return dict(median_s=median, times_s=times, first_call_s=first,
-                compile_s=max(first - median, 0.0), evaluated=evaluated,
-                tops_per_trial=tops / trials)
+                compile_s=max(first - median, 0.0), evaluated=evaluated, calls_per_sample=number,
+                tops_per_trial=tops / trials, stream_length=int(mech.stream_length(q.shape[0])))
 
 
 # -- baselines -----------------------------------------------------------------------------
@@ -365,7 +420,7 @@ def time_reference(mech, q, T, trials: int, shuffle: bool, repeats: int, seed: i
             evaluated += int((np.asarray(svtjax.reference.run(mech, d, q, T).answers) >= 0).sum())
         return evaluated
 
-    times, evaluated = _timed(loop, repeats)
+    times, evaluated, _ = _timed(loop, repeats, min_sample_s=0.0)
     scale = trials / subset
     median = _median(times) * scale
     return dict(median_s=median, times_s=[x * scale for x in times],
@@ -421,7 +476,7 @@ def numba_kernels():
     """(serial, parallel) numba kernels; raises ImportError when numba is not importable."""
     import numba
 
-    def trial(q, T, rho_scale, nu_scale, c, shuffle, answers, items, t, perm, swaps):
+    def trial(q, T, rho_scale, nu_scale, c, shuffle, store, answers, items, t, perm, swaps):
         n = q.shape[0]
         rho = np.random.laplace(0.0, rho_scale)
         count = 0
@@ -437,8 +492,9 @@ def numba_kernels():
             else:
                 i = p
             above = q[i] + np.random.laplace(0.0, nu_scale) >= T[i] + rho
-            answers[t, p] = 1 if above else 0
-            items[t, p] = i
+            if store:
+                answers[t, p] = 1 if above else 0
+                items[t, p] = i
             p += 1
             if above:
                 count += 1
@@ -454,18 +510,18 @@ def numba_kernels():
 
     trial_jit = numba.njit(cache=False)(trial)
 
-    def serial(q, T, rho_scale, nu_scale, c, trials, shuffle, seed, answers, items):
+    def serial(q, T, rho_scale, nu_scale, c, trials, shuffle, store, seed, answers, items):
         np.random.seed(seed)
         n = q.shape[0]
         perm = np.arange(n)
         swaps = np.empty(n, np.int64)
         evaluated = 0
         for t in range(trials):
-            evaluated += trial_jit(q, T, rho_scale, nu_scale, c, shuffle, answers, items, t,
-                                   perm, swaps)
+            evaluated += trial_jit(q, T, rho_scale, nu_scale, c, shuffle, store, answers, items,
+                                   t, perm, swaps)
         return evaluated
 
-    def parallel(q, T, rho_scale, nu_scale, c, trials, shuffle, seed, answers, items,
+    def parallel(q, T, rho_scale, nu_scale, c, trials, shuffle, store, seed, answers, items,
                  num_parts):
         n = q.shape[0]
         per = (trials + num_parts - 1) // num_parts
@@ -476,8 +532,8 @@ def numba_kernels():
             swaps = np.empty(n, np.int64)
             evaluated = 0
             for t in range(part * per, min(trials, (part + 1) * per)):
-                evaluated += trial_jit(q, T, rho_scale, nu_scale, c, shuffle, answers, items,
-                                       t, perm, swaps)
+                evaluated += trial_jit(q, T, rho_scale, nu_scale, c, shuffle, store, answers,
+                                       items, t, perm, swaps)
             counts[part] = evaluated
         return counts.sum()
 
@@ -485,14 +541,17 @@ def numba_kernels():
             numba.njit(cache=False, parallel=True)(parallel))
 
 
-def run_numba(kernel, q, T, rho_scale, nu_scale, c, trials, shuffle, seed, parallel=False):
+def run_numba(kernel, q, T, rho_scale, nu_scale, c, trials, shuffle, seed, parallel=False,
+              store=True):
+    """Runs a numba kernel; ``store=False`` only counts (like ``simulate`` with a reducer)."""
     n = q.shape[0]
-    answers = np.full((trials, n), -1, np.int8)
-    items = np.full((trials, n), -1, np.int32)
+    shape = (trials, n) if store else (1, 1)
+    answers = np.full(shape, -1, np.int8)
+    items = np.full(shape, -1, np.int32)
     q64 = np.asarray(q, np.float64)
     t64 = np.ascontiguousarray(np.broadcast_to(np.asarray(T, np.float64), (n,)))
     args = (q64, t64, float(rho_scale), float(nu_scale), int(c), int(trials), bool(shuffle),
-            int(seed), answers, items)
+            bool(store), int(seed), answers, items)
     if parallel:
         import numba
 
@@ -501,7 +560,8 @@ def run_numba(kernel, q, T, rho_scale, nu_scale, c, trials, shuffle, seed, paral
     return answers, items, evaluated
 
 
-def time_numba(mech, q, T, trials, shuffle, repeats, seed, parallel: bool) -> dict:
+def time_numba(mech, q, T, trials, shuffle, repeats, seed, parallel: bool,
+               store: bool = True) -> dict:
     try:
         serial, par = numba_kernels()
     except ImportError as err:
@@ -512,38 +572,44 @@ def time_numba(mech, q, T, trials, shuffle, repeats, seed, parallel: bool) -> di
     rho_scale, nu_scale, c = svt_scales(mech)
     t0 = time.perf_counter()
     run_numba(kernel, q[:min(len(q), 64)], T, rho_scale, nu_scale, c, 2, shuffle, seed,
-              parallel)
+              parallel, store)
     first = time.perf_counter() - t0
-    times, out = _timed(lambda: run_numba(kernel, q, T, rho_scale, nu_scale, c, trials,
-                                          shuffle, seed, parallel), repeats)
-    return dict(median_s=_median(times), times_s=times, compile_s=first,
+    times, out, number = _timed(lambda: run_numba(kernel, q, T, rho_scale, nu_scale, c, trials,
+                                          shuffle, seed, parallel, store), repeats)
+    layer = None
+    if parallel:
+        try:
+            layer = numba.threading_layer()
+        except ValueError:  # no parallel region has run
+            pass
+    return dict(median_s=_median(times), times_s=times, compile_s=first, calls_per_sample=number,
                 evaluated=out[2], threads=numba.get_num_threads() if parallel else 1,
-                note="float64 arithmetic, numba's np.random (Laplace by inversion); "
-                     "outputs answers int8[trials,n] and items int32[trials,n]")
+                threading_layer=layer,
+                note="float64 arithmetic, numba's np.random (Laplace by inversion); " + (
+                    "outputs answers int8[trials,n] and items int32[trials,n]" if store else
+                    "counts evaluated positions only (no output arrays)"))
 
 
 def time_vectorized(mech, q, T, trials, shuffle, repeats, seed) -> dict:
     rho_scale, nu_scale, c = svt_scales(mech)
-    times, out = _timed(lambda: numpy_vectorized(q, T, rho_scale, nu_scale, c, trials, shuffle,
-                                                 seed), repeats)
-    return dict(median_s=_median(times), times_s=times, evaluated=out[2],
+    times, out, number = _timed(
+        lambda: numpy_vectorized(q, T, rho_scale, nu_scale, c, trials, shuffle, seed), repeats)
+    return dict(median_s=_median(times), times_s=times, evaluated=out[2], calls_per_sample=number,
                 note="float32; outputs answers int8[trials,n] and items int32[trials,n]")
 
 
 def time_rng_floor(n: int, trials: int, repeats: int, seed: int) -> dict:
     """Time for JAX to draw n·trials float32 Laplace samples (jitted, warm)."""
-    import jax
-    import jax.numpy as jnp
-
     draw = jax.jit(lambda key: jax.random.laplace(key, (trials, n), jnp.float32))
     key = jax.random.key(seed)
     t0 = time.perf_counter()
     jax.block_until_ready(draw(key))
     first = time.perf_counter() - t0
-    times, _ = _timed(lambda: jax.block_until_ready(draw(key)), repeats)
+    times, _, number = _timed(lambda: jax.block_until_ready(draw(key)), repeats)
     median = _median(times)
     return dict(median_s=median, times_s=times, compile_s=max(first - median, 0.0),
-                evaluated=n * trials, note="jax.random.laplace(key, (trials, n), float32)")
+                calls_per_sample=number, evaluated=n * trials,
+                note="jax.random.laplace(key, (trials, n), float32)")
 
 
 # -- subprocess checks ---------------------------------------------------------------------
@@ -651,8 +717,10 @@ def cache_check(cfg: Config) -> dict:
     spec = dict(n=n, trials=trials, c=cfg.c, epsilon=cfg.epsilon)
     try:
         with tempfile.TemporaryDirectory(prefix="svtjax-jax-cache-") as cache_dir:
-            cold = _run_child("cache", dict(spec, cache_dir=None))
+            cold = (_run_child("cache", dict(spec, cache_dir=None)) if cfg.cache_check_cold
+                    else None)
             populate = _run_child("cache", dict(spec, cache_dir=cache_dir))
+            cold = cold or populate
             entries = len(os.listdir(cache_dir))
             hit = _run_child("cache", dict(spec, cache_dir=cache_dir))
     except (RuntimeError, subprocess.SubprocessError, OSError) as err:
@@ -666,6 +734,7 @@ def cache_check(cfg: Config) -> dict:
         "import_s": cold["import_s"],
         "cache_entries": entries,
         "speedup": cold["first_call_s"] / hit["first_call_s"],
+        "cold_process": "no cache" if cfg.cache_check_cold else "the cache-populating process",
         "note": "separate Python processes; cache enabled with jax_compilation_cache_dir, "
                 "min_compile_time_secs=0, min_entry_size_bytes=0",
     }
@@ -727,8 +796,6 @@ def _mechanisms(cfg: Config) -> list[str]:
 
 def run(cfg: Config, *, verbose: bool = True, argv: Optional[Sequence[str]] = None) -> dict:
     """Runs the benchmark described by ``cfg``; returns the JSON record."""
-    import jax
-
     import svtjax
 
     started = time.perf_counter()
@@ -738,6 +805,7 @@ def run(cfg: Config, *, verbose: bool = True, argv: Optional[Sequence[str]] = No
         "machine": machine_info(),
         "device": device_info(),
         "versions": versions(),
+        "source": source_state(),
         "config": dict(dataclasses.asdict(cfg), argv=list(argv) if argv is not None else None,
                        workload={"scores": "q_i = 10000 / i (float32)",
                                  "threshold": f"mean of the {cfg.c}th and {cfg.c + 1}th largest",
@@ -777,9 +845,9 @@ def run(cfg: Config, *, verbose: bool = True, argv: Optional[Sequence[str]] = No
             _log(f"[bench] rng-floor n={n} trials={trials}", verbose)
             results.append(_result("rng-floor", "-", n, trials, "-",
                                    **time_rng_floor(n, trials, cfg.repeats, cfg.seed)))
-        jax.clear_caches()
     if cfg.cache_check:
-        _log("[bench] persistent compilation cache check (3 subprocesses)", verbose)
+        _log(f"[bench] persistent compilation cache check "
+             f"({3 if cfg.cache_check_cold else 2} subprocesses)", verbose)
         record["compile_cache"] = cache_check(cfg)
     else:
         record["compile_cache"] = {"status": "skipped", "reason": "disabled"}
@@ -805,6 +873,9 @@ def _baselines(cfg, mech, q, T, n, trials, mode, verbose) -> list:
         ("numba", lambda: time_numba(mech, q, T, trials, shuffle, cfg.repeats, cfg.seed, False)),
         ("numba-parallel",
          lambda: time_numba(mech, q, T, trials, shuffle, cfg.repeats, cfg.seed, True)),
+        ("numba-count",
+         lambda: time_numba(mech, q, T, trials, shuffle, cfg.repeats, cfg.seed, False,
+                            store=False)),
         ("numpy-vectorized",
          lambda: time_vectorized(mech, q, T, trials, shuffle, cfg.repeats, cfg.seed)),
         ("numpy-reference",
@@ -850,6 +921,13 @@ def headline(record: dict) -> list:
         # throughput / (floor / fraction reached) == evaluated rate / floor rate
         row["ratio_to_physical_limit"] = (None if floor is None else
                                           r["evaluated_rate"] / floor["throughput"])
+        # Like for like without output arrays: simulate(reduce=) against the counting loop.
+        red = _find(results, "svtjax-reduce", HEADLINE, n, trials, mode)
+        cnt = _find(results, "numba-count", HEADLINE, n, trials, mode)
+        row["reduce_ratio_to_numba_count"] = (None if red is None or cnt is None else
+                                              red["throughput"] / cnt["throughput"])
+        row["reduce_ratio_to_physical_limit"] = (None if red is None or floor is None else
+                                                 red["evaluated_rate"] / floor["throughput"])
         rows.append(row)
     return rows
 
@@ -884,18 +962,27 @@ def tables(record: dict, markdown: bool = False) -> str:
     head = ["n", "trials", "mode", "svtjax q/s", "eval/s", "reached", "numba", "numba-par",
             "numpy-vec", "numpy-ref*", "x numba", "x numba-par", "x numpy-vec", "x numpy-ref",
             "rng floor", "x phys. limit", "compile s"]
-    hrows = []
-    for h in record.get("headline", []):
+    rhead = ["n", "trials", "mode", "reduce= q/s", "eval/s", "numba-count", "x numba-count",
+             "x phys. limit"]
+    hrows, rrows = [], []
+    for h in headline(record):  # recomputed from the results, so old records render alike
         t = h["throughput_of"]
         ratio = h["ratio"]
-        hrows.append([str(h["n"]), str(h["trials"]), h["mode"], _fmt_rate(h["throughput"]),
-                      _fmt_rate(h["evaluated_rate"]), f"{100 * h['evaluated_fraction']:.2f}%",
-                      _fmt_rate(t["numba"]), _fmt_rate(t["numba-parallel"]),
-                      _fmt_rate(t["numpy-vectorized"]), _fmt_rate(t["numpy-reference"]),
-                      _fmt(ratio["numba"]), _fmt(ratio["numba-parallel"]),
-                      _fmt(ratio["numpy-vectorized"]), _fmt(ratio["numpy-reference"]),
-                      _fmt_rate(h["rng_floor_throughput"]), _fmt(h["ratio_to_physical_limit"]),
-                      _fmt(h["compile_s"], ".2f")])
+        key = [str(h["n"]), str(h["trials"]), h["mode"]]
+        hrows.append(key + [_fmt_rate(h["throughput"]), _fmt_rate(h["evaluated_rate"]),
+                            f"{100 * h['evaluated_fraction']:.2f}%",
+                            _fmt_rate(t["numba"]), _fmt_rate(t["numba-parallel"]),
+                            _fmt_rate(t["numpy-vectorized"]), _fmt_rate(t["numpy-reference"]),
+                            _fmt(ratio["numba"]), _fmt(ratio["numba-parallel"]),
+                            _fmt(ratio["numpy-vectorized"]), _fmt(ratio["numpy-reference"]),
+                            _fmt_rate(h["rng_floor_throughput"]),
+                            _fmt(h["ratio_to_physical_limit"]), _fmt(h["compile_s"], ".2f")])
+        red = t.get("svtjax-reduce")
+        rrows.append(key + [_fmt_rate(red),
+                            _fmt_rate(None if red is None else red * h["evaluated_fraction"]),
+                            _fmt_rate(t.get("numba-count")),
+                            _fmt(h.get("reduce_ratio_to_numba_count")),
+                            _fmt(h.get("reduce_ratio_to_physical_limit"))])
     mhead = ["engine", "mechanism", "n", "trials", "mode", "median s", "q/s", "eval/s",
              "reached", "compile s", "load"]
     mrows = []
@@ -910,7 +997,14 @@ def tables(record: dict, markdown: bool = False) -> str:
                       "—" if r.get("evaluated_fraction") is None
                       else f"{100 * r['evaluated_fraction']:.2f}%",
                       _fmt(r.get("compile_s"), ".2f"), _fmt(r.get("load_1m"), ".2f")])
-    return (table(head, hrows) + ("\n\n" if markdown else "\n\n") + table(mhead, mrows))
+    sep = "\n\n"
+    titles = ("", "Without output arrays (simulate with reduce= vs the counting numba loop):\n",
+              "All engines and mechanisms:\n")
+    if markdown:
+        titles = ("", "Without output arrays: `simulate(..., reduce=)` (per-trial counts) vs the "
+                  "numba loop that only counts:\n\n", "All engines and mechanisms:\n\n")
+    return sep.join(title + table(hd, rows) for title, hd, rows in zip(
+        titles, (head, rhead, mhead), (hrows, rrows, mrows)))
 
 
 def record_path(record: dict, out_dir: Path) -> Path:
@@ -946,6 +1040,7 @@ def latest_per_machine(records: list, suites: Sequence[str] = ("full",)) -> list
 
 def _record_md(rec: dict, results_dir: Path) -> str:
     m, d, v, cfg = rec["machine"], rec["device"], rec["versions"], rec["config"]
+    src = rec.get("source", {})
     load = rec["load_average"]
     rel = os.path.relpath(rec["_path"], results_dir.parent) if "_path" in rec else "?"
     lines = [
@@ -957,20 +1052,48 @@ def _record_md(rec: dict, results_dir: Path) -> str:
         f"({m['usable_cores']} usable), {m['memory_gib']} GiB, {m['platform']}",
         f"- Device: {d['backend']} × {d['count']} ({d['kind']}); x64={d['x64']}",
         "- Versions: " + ", ".join(f"{k} {val}" for k, val in v.items()),
-        f"- Load average (1/5/15 min) at start {load.get('start')}, end {load.get('end')}",
+        f"- svtjax source: git {str(src.get('git_commit'))[:10]}"
+        f"{' + uncommitted changes' if src.get('git_dirty') else ''}, package sha256 "
+        f"{src.get('package_sha256')}",
+        f"- Load average (1/5/15 min) at start {load.get('start')}, end {load.get('end')} "
+        f"(per-case 1-min load in the `load` column)",
         f"- Config: ε={cfg['epsilon']}, c={cfg['c']}, repeats={cfg['repeats']} (median), "
         f"sizes (n × trials) {', '.join(f'{a}×{b}' for a, b in cfg['sizes'])}, "
         f"modes {', '.join(cfg['modes'])}, seed {cfg['seed']}",
         "",
         "### Headline: svt-s (monotonic, 1:c^(2/3)) — query evaluations per second",
         "",
-        "Throughput = trials × n / wall seconds; eval/s counts evaluated positions only; "
-        "`x` columns are svtjax's throughput divided by the baseline's; `x phys. limit` = "
-        "eval/s ÷ RNG-floor rate. `*` numpy-ref is timed on a subset of trials and extrapolated "
-        "linearly (its Draws are made outside the timed region).",
+        "Throughput = trials × n / wall seconds (median of the repeats, compile excluded; a "
+        "sample repeats calls shorter than 50 ms and divides, `calls_per_sample` in the JSON); "
+        "eval/s counts evaluated positions only (answers >= 0); `reached` = evaluated / (trials "
+        "× L), L the Outcome length (n; k for top-k selection mechanisms, which score all n "
+        "items). `reduce=` is svtjax with an in-chunk reducer (per-trial counts) instead of full "
+        "Outcomes. Baselines: `numba` is a per-trial while-loop drawing Laplace noise lazily and "
+        "stopping at the c-th ⊤ (partial Fisher–Yates over the positions reached; "
+        "`numba-par` = the same over threads with prange); `numpy-vec` draws all noise of a "
+        "chunk of trials at once, compares, and finds the halt with a cumsum; `numpy-ref*` is "
+        "the line-by-line reference loop of `svtjax.reference`, timed on a subset of trials and "
+        "extrapolated linearly (its Draws are made by JAX outside the timed region). The numba "
+        "and numpy baselines output answers and items only; `numba-count` is the numba loop "
+        "writing no arrays (only counting), the like-for-like partner of `simulate(reduce=)` "
+        "in the second table. `x` columns are svtjax's "
+        "throughput divided by the baseline's; `x phys. limit` = throughput ÷ (RNG-floor "
+        "throughput ÷ reached) = eval/s ÷ RNG-floor rate; `rng floor` = jitted, warm "
+        "`jax.random.laplace` of trials × n float32.",
         "",
         tables(rec, markdown=True),
     ]
+    params = {}
+    for r in rec["results"]:
+        if r["engine"] == "svtjax" and r["status"] == "ok":
+            params.setdefault(r["mechanism"], r.get("params"))
+    skipped = sorted({f"{r['mechanism']} ({r.get('reason', '')})" for r in rec["results"]
+                      if r["engine"] == "svtjax" and r["status"] != "ok"})
+    lines += ["", "Mechanism parameters: " + "; ".join(
+        f"`{k}` " + ", ".join(f"{a}={b}" for a, b in (v or {}).items())
+        for k, v in params.items()) + "."]
+    if skipped:
+        lines += ["", "Skipped: " + "; ".join(skipped) + "."]
     sub = [r for r in rec["results"] if r["engine"] == "numpy-reference" and r["status"] == "ok"]
     if sub:
         lines += ["", "numpy-reference subsets: " + "; ".join(
@@ -982,7 +1105,8 @@ def _record_md(rec: dict, results_dir: Path) -> str:
         lines += ["", f"simulate on n={cc['n']} × {cc['trials']} trials, each in a new Python "
                   "process (first call = trace + compile + run):", "",
                   "| process | first call s |", "|---|---|",
-                  f"| cold, no persistent cache | {cc['cold_first_call_s']:.2f} |",
+                  f"| cold ({cc.get('cold_process', 'no cache')}) | "
+                  f"{cc['cold_first_call_s']:.2f} |",
                   f"| persistent cache enabled, empty (populates) | "
                   f"{cc['populate_first_call_s']:.2f} |",
                   f"| persistent cache enabled, populated | {cc['cached_first_call_s']:.2f} |",
@@ -997,6 +1121,8 @@ def _record_md(rec: dict, results_dir: Path) -> str:
         lines += ["", f"svt-s, fixed order, n={mem['n']}, {mem['trials']:,} trials, "
                   f"`reduce=` per-trial counts; full Outcomes would take "
                   f"{mem['outcome_bytes_if_materialised'] / 2**20:,.0f} MiB.", "",
+                  "Peak RSS is the subprocess's VmHWM (getrusage's ru_maxrss is also recorded in "
+                  "the JSON; on Linux it inherits the parent's RSS across fork+exec).", "",
                   "| chunk | peak RSS MiB | after one chunk MiB | after import MiB | "
                   "bounded by chunk | run s | q/s |", "|---|---|---|---|---|---|---|"]
         for r in mem["chunks"]:
