@@ -1146,6 +1146,18 @@ def render_results_md(records: list, results_dir: Path) -> str:
            "`svtjax bench` (or `python -m svtjax.bench`).", ""]
     if not records:
         out.append("No full benchmark records yet.")
+    gpu = [r for r in records if r.get("device", {}).get("backend") in ("gpu", "cuda", "rocm")]
+    out += ["## GPU", ""]
+    if gpu:
+        out.append("GPU records: " + ", ".join(r["machine"]["id"] if "id" in r["machine"]
+                                                else str(r["device"]["kind"]) for r in gpu)
+                   + " (sections below).")
+    else:
+        out.append("No GPU figures: no record below ran on a GPU. The GPU machine of the "
+                   "`device` tool is lent to some tasks only, and none was lent to the task that "
+                   "produced these records (its `status` reported `can_start_another: false`). "
+                   "On a GPU machine, `svtjax bench --update-results` adds a section here.")
+    out.append("")
     for rec in records:
         out += [_record_md(rec, Path(results_dir)), ""]
     return "\n".join(out).rstrip() + "\n"
