@@ -20,7 +20,7 @@ import numpy as np
 
 from svtjax import _validate
 
-__all__ = ["Guarantee", "PureDP", "NotPrivate", "pure_dp_rdp", "rdp_to_dp"]
+__all__ = ["Guarantee", "PureDP", "NotPrivate", "Unproven", "pure_dp_rdp", "rdp_to_dp"]
 
 
 def pure_dp_rdp(epsilon: float, orders) -> np.ndarray:
@@ -99,11 +99,9 @@ class PureDP(Guarantee):
 
 
 @dataclasses.dataclass(frozen=True)
-class NotPrivate(Guarantee):
-    """No finite ε: the paper shows the mechanism is not ε′-DP for any finite ε′.
-
-    ``nominal`` is the ε the original authors claimed, kept for audits and tables.
-    """
+class _NoFiniteEpsilon(Guarantee):
+    """Nothing finite can be claimed: ``epsilon()`` and the RDP curve are ``inf``, so accounting
+    never under-counts. ``nominal`` keeps the budget the noise was calibrated to."""
 
     nominal: float = math.nan
 
@@ -114,5 +112,25 @@ class NotPrivate(Guarantee):
     def rdp(self, orders) -> np.ndarray:
         return np.full(np.shape(orders), np.inf)
 
+
+@dataclasses.dataclass(frozen=True)
+class NotPrivate(_NoFiniteEpsilon):
+    """No finite ε: the paper shows the mechanism is not ε′-DP for any finite ε′.
+
+    ``nominal`` is the ε the original authors claimed, kept for audits and tables.
+    """
+
     def __str__(self) -> str:
         return f"not private ({self.statement})"
+
+
+@dataclasses.dataclass(frozen=True)
+class Unproven(_NoFiniteEpsilon):
+    """No privacy guarantee is proved in the sources for this configuration.
+
+    Not a claim that the mechanism is *not* private (that is ``NotPrivate``): only that nothing
+    finite can be cited. ``nominal`` is the budget the noise was calibrated to by analogy.
+    """
+
+    def __str__(self) -> str:
+        return f"no proved guarantee ({self.statement})"

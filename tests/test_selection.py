@@ -48,8 +48,8 @@ from scipy import integrate, stats
 import svtjax
 from svtjax import accounting, mechanisms, reference
 from svtjax._core import Draws
-from svtjax.accounting import PureDP
-from svtjax.mechanisms.selection import EMPeeling, ReportNoisyMax, Unproven
+from svtjax.accounting import PureDP, Unproven
+from svtjax.mechanisms.selection import EMPeeling, ReportNoisyMax
 from svtjax.noise import Exponential, Gumbel, Laplace
 from tests.test_distribution import ALPHA, chi_square, noncentrality
 

@@ -53,9 +53,7 @@ References:
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import math
 from typing import Any, ClassVar
 
 import jax
@@ -66,36 +64,14 @@ from jax import lax
 from svtjax import _validate
 from svtjax._core import Draws, Outcome
 from svtjax._pytree import is_concrete, pytree_dataclass, static_field
-from svtjax.accounting import Guarantee, PureDP
+from svtjax.accounting import PureDP, Unproven
 from svtjax.mechanisms.base import Mechanism, register, stream_key, stream_variates
 from svtjax.noise import Exponential, Gumbel, Laplace
 
-__all__ = ["EMPeeling", "ReportNoisyMax", "Unproven", "NOISES"]
+__all__ = ["EMPeeling", "ReportNoisyMax", "NOISES"]
 
 NOISES = {"laplace": Laplace, "gumbel": Gumbel, "exponential": Exponential}
 """``report-noisy-max``'s noise families, by the name its ``noise`` parameter takes."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Unproven(Guarantee):
-    """No privacy guarantee is proved in the sources for this configuration.
-
-    Not a claim that the mechanism is *not* private (that is ``NotPrivate``): only that nothing
-    finite can be cited. ``epsilon()`` is ``inf`` so that accounting never under-counts.
-    ``nominal`` is the budget the noise was calibrated to by analogy.
-    """
-
-    nominal: float = math.nan
-
-    def epsilon(self, delta: float = 0.0) -> float:
-        del delta
-        return math.inf
-
-    def rdp(self, orders) -> np.ndarray:
-        return np.full(np.shape(orders), np.inf)
-
-    def __str__(self) -> str:
-        return f"no proved guarantee ({self.statement})"
 
 
 def _canonical_float(value: Any) -> Any:
