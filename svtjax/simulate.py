@@ -166,5 +166,7 @@ def simulate(mech: Mechanism, queries, thresholds, *, trials: int, seed: int = 0
     if reduce is not None:
         return total
     if len(pieces) == 1:
+        if chunk == trials:  # no padding: skip a slice per field
+            return pieces[0]
         return jax.tree_util.tree_map(lambda x: x[:trials], pieces[0])
     return jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs)[:trials], *pieces)
