@@ -58,6 +58,8 @@ CASES = [
     Case("svt-s-1:c", "svt-s", {"allocation": "1:c"}, _eps_c),
     Case("svt-s-eps3", "svt-s", {}, _eps_c_eps3),
     Case("svt-s-eps3-monotonic", "svt-s", {"monotonic": True}, _eps_c_eps3),
+    Case("svt-gap", "svt-gap", {}, _eps_c),
+    Case("svt-gap-monotonic", "svt-gap", {"monotonic": True}, _eps_c),
     # Retraversal: the stream is max_passes x n long (static); raise_by is traced.
     Case("svt-retr", "svt-retr", {"max_passes": 3}, _eps_c_raise),
     Case("svt-retr-monotonic-1:1", "svt-retr", {"max_passes": 2, "monotonic": True,

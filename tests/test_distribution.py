@@ -86,7 +86,7 @@ def paper_scales(name: str, params: dict) -> PaperScales:
         return PaperScales(4 * delta / eps, 4 * delta / (3 * eps), c)
     if name == "chen":
         return PaperScales(2 * delta / eps, 2 * delta / eps, None)
-    if name == "svt-s":
+    if name in ("svt-s", "svt-gap"):  # svt-gap: Ding'19 Alg 2 with σ = ∞ has SVT-S's noise
         monotonic = params.get("monotonic", False)
         rule = params.get("allocation") or ("1:c^(2/3)" if monotonic else "1:(2c)^(2/3)")
         x = _svt_s_ratio(rule, c)
@@ -272,6 +272,8 @@ CASES = [
              1.0, 61),
     DistCase("svt-s-monotonic-c3-per-query", "svt-s",
              {"epsilon": 3.0, "c": 3, "monotonic": True}, Q6, T6, 62),
+    DistCase("svt-gap-monotonic-c2", "svt-gap", {"epsilon": 2.0, "c": 2, "monotonic": True}, Q6,
+             1.0, 71),
 ]
 
 

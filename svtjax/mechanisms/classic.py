@@ -40,7 +40,8 @@ from svtjax.mechanisms import _svt_engine as engine
 from svtjax.mechanisms.base import Mechanism, register
 from svtjax.noise import Laplace
 
-__all__ = ["LyuAlg1", "DPBook", "Roth11", "LeeClifton", "Stoddard", "Chen", "SVTS", "SVTReTr"]
+__all__ = ["LyuAlg1", "DPBook", "Roth11", "LeeClifton", "Stoddard", "Chen", "SVTS", "SVTReTr",
+           "SVTGap"]
 
 
 def _canonical_number(value: Any, kind: type) -> Any:
@@ -448,3 +449,36 @@ class SVTReTr(SVTS):
         base = super().privacy()
         return PureDP(base.statement.replace("Algorithm 7", "Algorithm 7 on the retraversal "
                                              "stream (§4.4)"), base.eps)
+
+
+@register
+@pytree_dataclass
+class SVTGap(SVTS):
+    """Sparse-Vector-with-Gap (Ding, Wang, Zhang, Kifer 2019, §6.1: Algorithm 2 with σ = ∞;
+    Wang et al.'s free gap): SVT that releases, with each ⊤, the noisy gap
+    γ_i = q_i + ν_i − (T_i + ρ) ≥ 0 in ``Outcome.values``.
+
+    With σ = ∞ Algorithm 2 keeps only its middle branch: ρ ~ Lap(Δ/ε0) with ε0 = θε, ν_i ~
+    Lap(2Δ/ε1) (Lap(Δ/ε1) for monotonic queries, footnote 6) with ε1 = (1−θ)ε/k, and "cost > ε −
+    ε1" stops it exactly after k ⊤. That is SVT-S's noise with ε1 : ε2 = θ : (1−θ), so this class
+    is SVT-S releasing gaps; the default split is Ding et al.'s 1:k^(2/3) (monotonic) or
+    1:(2k)^(2/3) (§6.2, following Lyu et al.). No answer budget ε3: the gap is free.
+
+    Privacy: ε-DP (Ding et al. 2019, Theorem 4 with σ = ∞).
+    """
+
+    name = "svt-gap"
+
+    def __post_init__(self):
+        if self.eps3 not in (0, 0.0):
+            raise ValueError("svt-gap releases the noisy gap for free and takes no eps3; got "
+                             f"eps3={self.eps3!r} (use svt-s for noisy answers)")
+        super().__post_init__()
+
+    def spec(self):
+        return engine.SVTSpec(Laplace, Laplace, release="gap")
+
+    def privacy(self):
+        eps1, eps2, _ = (float(x) for x in self.budgets())
+        return PureDP("Ding, Wang, Zhang, Kifer 2019, Theorem 4 (Algorithm 2 with σ = ∞, "
+                      "Sparse-Vector-with-Gap): ε-DP", eps1 + eps2)

@@ -27,6 +27,7 @@ REFERENCES: dict[str, Callable[..., Outcome]] = {
     "chen": classic.chen,
     "svt-s": classic.svt_s,
     "svt-retr": classic.svt_retr,
+    "svt-gap": classic.svt_gap,
     "em-peeling": selection.em_peeling,
     "report-noisy-max": selection.report_noisy_max,
 }
@@ -45,7 +46,7 @@ def run(mech, draws: Draws, queries, thresholds) -> Outcome:
         raise ValueError(f"no numpy reference for {name!r}; references exist for "
                          f"{sorted(REFERENCES)}")
     params = dict(mech.params())
-    if name in ("svt-s", "svt-retr") and params.get("allocation") == "explicit":
+    if name in ("svt-s", "svt-retr", "svt-gap") and params.get("allocation") == "explicit":
         params["allocation"] = tuple(float(x) for x in mech._split)
     for key, value in list(params.items()):
         if isinstance(value, np.ndarray) or hasattr(value, "shape"):

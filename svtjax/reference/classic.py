@@ -16,7 +16,7 @@ import numpy as np
 from svtjax._core import Draws, Outcome
 
 __all__ = ["stream_order", "lyu_alg1", "dpbook", "roth11", "lee_clifton", "stoddard", "chen",
-           "svt_s", "svt_retr", "split_ratio"]
+           "svt_s", "svt_retr", "svt_gap", "split_ratio"]
 
 
 def stream_order(draws: Draws, n: int) -> np.ndarray:
@@ -66,7 +66,7 @@ def _setup(draws, queries, thresholds):
 
 def _classic(draws, queries, thresholds, *, rho_scale, nu_scale, c, top_cost,
              reset_rho=False, output_noisy_query=False, answer_scale=None, passes=1,
-             raise_threshold=0.0):
+             raise_threshold=0.0, output_gap=False):
     """Figure 1's loop, parameterised by the entries of Figure 2 (and Alg 7's line 6).
 
     With ``passes > 1`` the stream is the retraversal of §4.4: the items in order, then again the
@@ -95,6 +95,8 @@ def _classic(draws, queries, thresholds, *, rho_scale, nu_scale, c, top_cost,
             value = np.nan
             if output_noisy_query:
                 value = noisy_q                                 # Alg 3: a_i = q_i + ν_i
+            elif output_gap:                                    # Ding'19 Alg 2 line 11: gap
+                value = noisy_q - (T[i] + rho)
             elif answer_scale is not None:                      # Alg 7 lines 5-6 (ε3 > 0)
                 value = q[i] + dtype(answer_scale) * dtype(draws.answer[p])
             rec.output(p, i, 1, value, top_cost)                # a_i = ⊤
@@ -152,7 +154,7 @@ def split_ratio(allocation: str, c: int) -> float:
 
 
 def svt_s(draws, queries, thresholds, *, epsilon, c, sensitivity=1.0, eps3=0.0,
-          monotonic=False, allocation=None, raise_by=None, max_passes=1):
+          monotonic=False, allocation=None, raise_by=None, max_passes=1, output_gap=False):
     """Algorithm 7 (SVT-S): ρ = Lap(Δ/ε1), ν_i = Lap(2cΔ/ε2) (Lap(cΔ/ε2) if monotonic, Thm 7),
     ⊤ releases q_i + Lap(cΔ/ε3) when ε3 > 0; stop after c ⊤. ε − ε3 is split ε1 : ε2 by the
     named rule, or ``allocation`` is an explicit ``(eps1, eps2)``."""
@@ -169,8 +171,14 @@ def svt_s(draws, queries, thresholds, *, epsilon, c, sensitivity=1.0, eps3=0.0,
     return _classic(draws, queries, thresholds, rho_scale=sensitivity / eps1,
                     nu_scale=nu_scale, c=c, top_cost=(eps2 + eps3) / c,
                     answer_scale=c * sensitivity / eps3 if eps3 > 0 else None,
-                    passes=max_passes,
+                    passes=max_passes, output_gap=output_gap,
                     raise_threshold=0.0 if raise_by is None else raise_by * nu_scale)
+
+
+def svt_gap(draws, queries, thresholds, **svt_s_params):
+    """Sparse-Vector-with-Gap (Ding et al. 2019, Algorithm 2 with σ = ∞): Algorithm 7's loop
+    releasing q_i + ν_i − (T_i + ρ) with each ⊤."""
+    return svt_s(draws, queries, thresholds, output_gap=True, **svt_s_params)
 
 
 def svt_retr(draws, queries, thresholds, *, raise_by=1.0, max_passes=10, **svt_s_params):
