@@ -71,6 +71,9 @@ CASES = [
          {"k": 2, "noise": "gumbel", "monotonic": True}, _eps_sensitivity, has_cutoff=False),
     Case("report-noisy-max-exponential", "report-noisy-max", {"noise": "exponential"},
          _eps_sensitivity, has_cutoff=False),
+    Case("noisy-top-k-gap", "noisy-top-k-gap", {"k": 3}, _eps_sensitivity, has_cutoff=False),
+    Case("noisy-top-k-gap-monotonic", "noisy-top-k-gap", {"k": 1, "monotonic": True},
+         _eps_sensitivity, has_cutoff=False),
 ]
 
 

@@ -68,7 +68,7 @@ from svtjax.accounting import PureDP, Unproven
 from svtjax.mechanisms.base import Mechanism, register, stream_key, stream_variates
 from svtjax.noise import Exponential, Gumbel, Laplace
 
-__all__ = ["EMPeeling", "ReportNoisyMax", "NOISES"]
+__all__ = ["EMPeeling", "ReportNoisyMax", "NoisyTopKGap", "NOISES"]
 
 NOISES = {"laplace": Laplace, "gumbel": Gumbel, "exponential": Exponential}
 """``report-noisy-max``'s noise families, by the name its ``noise`` parameter takes."""
@@ -86,6 +86,7 @@ class _Selection(Mechanism):
 
     noise_family: ClassVar[type] = Gumbel
     picks_param: ClassVar[str] = "k"
+    releases_gaps: ClassVar[bool] = False  # values[i] = noisy(i-th pick) - noisy((i+1)-th best)
 
     def num_picks(self) -> int:
         """k: the Outcome length (static)."""
@@ -121,6 +122,9 @@ class _Selection(Mechanism):
 
     def _check_n(self, n: int) -> None:
         k = self.num_picks()
+        if self.releases_gaps and k >= n:
+            raise ValueError(f"{self.picks_param} ({k}) must be smaller than the number of "
+                             f"queries ({n}): {self.name} ranks the k+1 largest noisy values")
         if k > n:
             raise ValueError(f"{self.picks_param} ({k}) must not exceed the number of queries "
                              f"({n}): {self.name} picks {k} distinct items")
@@ -189,9 +193,12 @@ def _decide(mech: _Selection, draws: Draws, q, vectorized: bool) -> Outcome:
     dtype = q.dtype
     k = mech.num_picks()
     noisy = q + jnp.asarray(mech.scale(), dtype) * jnp.asarray(draws.query, dtype)
-    picks = _top(noisy, k, vectorized)
-    return Outcome(answers=jnp.ones((k,), jnp.int8), items=picks,
-                   values=jnp.full((k,), jnp.nan, dtype),
+    if mech.releases_gaps:  # Ding'19 Algorithm 1 lines 5-7: rank k+1, release k gaps
+        ranked = _top(noisy, k + 1, vectorized)
+        picks, values = ranked[:k], noisy[ranked[:k]] - noisy[ranked[1:]]
+    else:
+        picks, values = _top(noisy, k, vectorized), jnp.full((k,), jnp.nan, dtype)
+    return Outcome(answers=jnp.ones((k,), jnp.int8), items=picks, values=values,
                    cost=jnp.full((k,), jnp.asarray(mech.pick_cost(), dtype)))
 
 
@@ -365,3 +372,48 @@ class ReportNoisyMax(_Selection):
                         "in the sources (Durfee & Rogers; Ding et al. 2021 cover k = 1 only); "
                         f"noise calibrated by analogy to Exp({'' if self.monotonic else '2'}"
                         "kΔ/ε)", eps)
+
+
+@register
+@pytree_dataclass
+class NoisyTopKGap(_Selection):
+    """Noisy-Top-K-with-Gap (Ding, Wang, Zhang, Kifer 2019, Algorithm 1).
+
+    Lines 2-4: η_i ~ Lap(2kΔ/ε), q̃_i = q_i + η_i (Lap(kΔ/ε) for monotonic/counting queries);
+    line 5: (j_1, ..., j_{k+1}) = argmax_{k+1} q̃; lines 6-8: return the k indices (``items``,
+    best first) with the gaps g_i = q̃_{j_i} − q̃_{j_{i+1}} (``values``). Needs k < n.
+    Ties are broken toward the lower index, as in ``report-noisy-max``.
+
+    Privacy: ε-DP, the gaps for free (Ding et al. 2019, Theorem 2; ε/2-DP at Lap(2kΔ/ε) for
+    counting queries, hence Lap(kΔ/ε) is ε-DP for monotonic ones).
+
+    Args:
+      epsilon: total budget ε > 0 (traced).
+      k: number of picks, 1 <= k < n (static: it fixes the Outcome's shape); default 1.
+      sensitivity: Δ > 0 (traced).
+      monotonic: monotonic (e.g. counting) queries: scale kΔ/ε instead of 2kΔ/ε.
+    """
+
+    epsilon: Any
+    k: int = static_field(default=1)
+    sensitivity: Any = 1.0
+    monotonic: bool = static_field(default=False)
+    noise_family: ClassVar[type] = Laplace
+    releases_gaps: ClassVar[bool] = True
+    name = "noisy-top-k-gap"
+
+    def __post_init__(self):
+        self._check_common()
+
+    def scale(self):
+        """Lap scale 2kΔ/ε (kΔ/ε monotonic), Algorithm 1 line 3."""
+        factor = 1.0 if self.monotonic else 2.0
+        return factor * self.k * self.sensitivity / self.epsilon
+
+    def pick_cost(self):
+        return self.epsilon / self.k
+
+    def privacy(self):
+        mono = " (monotonic queries, Lap(kΔ/ε))" if self.monotonic else ""
+        return PureDP("Ding, Wang, Zhang, Kifer 2019, Theorem 2: Noisy-Top-K-with-Gap "
+                      f"(Algorithm 1) is ε-DP{mono}", float(self.epsilon))

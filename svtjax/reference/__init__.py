@@ -30,6 +30,7 @@ REFERENCES: dict[str, Callable[..., Outcome]] = {
     "svt-gap": classic.svt_gap,
     "em-peeling": selection.em_peeling,
     "report-noisy-max": selection.report_noisy_max,
+    "noisy-top-k-gap": selection.noisy_top_k_gap,
 }
 
 

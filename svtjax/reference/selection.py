@@ -83,3 +83,18 @@ def report_noisy_max(draws, queries, thresholds, *, epsilon, k=1, sensitivity=1.
     # the negated values keeps equal values in increasing index order.
     order = np.argsort(-np.asarray(noisy, dtype), kind="stable")
     return _outcome([int(j) for j in order[:k]], epsilon / k, dtype)
+
+
+def noisy_top_k_gap(draws, queries, thresholds, *, epsilon, k=1, sensitivity=1.0,
+                    monotonic=False):
+    """Ding'19 Algorithm 1 (Noisy-Top-K-with-Gap), line by line."""
+    del thresholds
+    q, dtype, n = _setup(draws, queries, k)
+    b = dtype((1.0 if monotonic else 2.0) * k * sensitivity / epsilon)
+    z = np.asarray(draws.query)
+    noisy = [q[i] + b * dtype(z[i]) for i in range(n)]            # lines 2-4: Lap(2k/ε)
+    order = np.argsort(-np.asarray(noisy, dtype), kind="stable")  # line 5: argmax_{k+1}
+    j = [int(x) for x in order[:k + 1]]
+    gaps = [noisy[j[i]] - noisy[j[i + 1]] for i in range(k)]      # line 7: g_i
+    out = _outcome(j[:k], epsilon / k, dtype)
+    return out._replace(values=np.asarray(gaps, dtype))          # line 8
