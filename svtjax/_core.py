@@ -53,6 +53,8 @@ class Draws(NamedTuple):
       answer: float[L]; noise of the released answer at that position (``svt-s`` with ε3 > 0).
       order: int32[n]; Fisher–Yates swap indices: at step p, positions p and ``order[p]`` (drawn
         uniformly from p..n-1) are swapped. Present only for shuffled runs.
+      query2: float[L]; a second query noise at each position (``adaptive-svt-gap``'s η_i, whose
+        ξ_i is ``query``).
     """
 
     threshold: Array
@@ -60,6 +62,7 @@ class Draws(NamedTuple):
     refresh: Optional[Array] = None
     answer: Optional[Array] = None
     order: Optional[Array] = None
+    query2: Optional[Array] = None
 
 
 _SELECT_BLOCK = 256

@@ -60,6 +60,9 @@ CASES = [
     Case("svt-s-eps3-monotonic", "svt-s", {"monotonic": True}, _eps_c_eps3),
     Case("svt-gap", "svt-gap", {}, _eps_c),
     Case("svt-gap-monotonic", "svt-gap", {"monotonic": True}, _eps_c),
+    Case("adaptive-svt-gap", "adaptive-svt-gap", {}, _eps_c),
+    Case("adaptive-svt-gap-monotonic-theta", "adaptive-svt-gap", {"monotonic": True, "theta": 0.3},
+         _eps_c),
     # Retraversal: the stream is max_passes x n long (static); raise_by is traced.
     Case("svt-retr", "svt-retr", {"max_passes": 3}, _eps_c_raise),
     Case("svt-retr-monotonic-1:1", "svt-retr", {"max_passes": 2, "monotonic": True,

@@ -55,7 +55,9 @@ def _theorem6_epsilon(mech, monotonic=False, eps3_released=False):
 # --------------------------------------------------------------------------------------------
 
 PRIVACY_CASES = {"lyu-alg1", "dpbook", "roth11", "lee-clifton", "stoddard", "chen", "svt-s",
-                 "svt-retr", "svt-gap", "noisy-top-k-gap",  # tests/test_svt_gap.py, ..._gap.py
+                 "svt-retr", "svt-gap", "noisy-top-k-gap", "adaptive-svt-gap",
+                 # the last three: tests/test_svt_gap.py, test_noisy_top_k_gap.py,
+                 # test_adaptive_svt_gap.py
                  # privacy() tests of the selection mechanisms are in tests/test_selection.py
                  "em-peeling", "report-noisy-max"}
 

@@ -3,9 +3,12 @@
 Registry names are part of the API (DESIGN.md, "Registry"); a name never changes meaning.
 """
 
-# Importing a family module registers its mechanisms (classic: Lyu'17 Algorithms 1-7;
-# selection: em-peeling, report-noisy-max).
-from svtjax.mechanisms import classic, selection  # noqa: F401
+# Importing a family module registers its mechanisms; the import order is the registry order
+# (DESIGN.md's table): classic (Lyu'17 Algorithms 1-7, svt-retr, svt-gap), selection
+# (em-peeling, report-noisy-max, noisy-top-k-gap), adaptive (adaptive-svt-gap).
+from svtjax.mechanisms import classic  # noqa: F401, I001
+from svtjax.mechanisms import selection  # noqa: F401, I001
+from svtjax.mechanisms import adaptive  # noqa: F401, I001
 from svtjax.mechanisms.base import (
                                     BLOCK,
                                     Mechanism,

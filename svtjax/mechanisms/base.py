@@ -28,7 +28,7 @@ __all__ = ["BLOCK", "STREAM", "Mechanism", "register", "get", "names", "registry
 BLOCK = 64
 """Positions per random block. Part of the numbers' definition: changing it changes outcomes."""
 
-STREAM = {"threshold": 0, "query": 1, "refresh": 2, "answer": 3, "order": 4}
+STREAM = {"threshold": 0, "query": 1, "refresh": 2, "answer": 3, "order": 4, "query2": 5}
 
 _REGISTRY: dict[str, type["Mechanism"]] = {}
 

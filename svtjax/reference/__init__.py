@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 
 from svtjax._core import Draws, Outcome
-from svtjax.reference import classic, selection
+from svtjax.reference import adaptive, classic, selection
 from svtjax.reference.classic import stream_order
 
 __all__ = ["REFERENCES", "run", "stream_order", "classic", "selection"]
@@ -31,6 +31,7 @@ REFERENCES: dict[str, Callable[..., Outcome]] = {
     "em-peeling": selection.em_peeling,
     "report-noisy-max": selection.report_noisy_max,
     "noisy-top-k-gap": selection.noisy_top_k_gap,
+    "adaptive-svt-gap": adaptive.adaptive_svt_gap,
 }
 
 

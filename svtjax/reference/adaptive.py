@@ -1,0 +1,47 @@
+"""Adaptive-Sparse-Vector-with-Gap (Ding et al. 2019, Algorithm 2), line by line in numpy.
+
+The stopping rule "cost > ε − ε1" (line 15) is evaluated on the integer branch counts
+(2·n1 + n2 > 2(k − 1), an exact rewriting given line 1's ε0, ε1, ε2), never on a float sum.
+"""
+
+from __future__ import annotations
+
+import math
+
+from svtjax._core import Draws, Outcome
+from svtjax.reference.classic import _Recorder, _setup
+
+__all__ = ["adaptive_svt_gap"]
+
+
+def adaptive_svt_gap(draws: Draws, queries, thresholds, *, epsilon, c, sensitivity=1.0,
+                     theta=None, monotonic=False) -> Outcome:
+    q, T, n, dtype, order = _setup(draws, queries, thresholds)
+    k = c
+    if theta is None:
+        theta = 1 / (1 + (k if monotonic else 2 * k) ** (2 / 3))
+    eps0 = theta * epsilon                                         # line 1
+    eps1 = (1 - theta) * epsilon / k
+    eps2 = eps1 / 2
+    f = 1 if monotonic else 2                                      # footnote 6
+    b_top = f * sensitivity / eps2
+    sigma = dtype(2 * math.sqrt(2) * b_top)                        # 2 std of Lap(b_top)
+    eta = dtype(sensitivity / eps0) * dtype(draws.threshold)       # line 2: η ~ Lap(Δ/ε0)
+    rec = _Recorder(n, dtype)
+    n1 = n2 = 0
+    for p in range(n):                                             # line 5
+        i = order[p]
+        t_noisy = T[i] + eta                                       # line 3: T̃ = T + η
+        xi = dtype(b_top) * dtype(draws.query[p])                  # line 6: ξ_i ~ Lap(2Δ/ε2)
+        eta_i = dtype(f * sensitivity / eps1) * dtype(draws.query2[p])  # η_i ~ Lap(2Δ/ε1)
+        if (q[i] + xi) - t_noisy >= sigma:                         # line 7
+            rec.output(p, i, 1, (q[i] + xi) - t_noisy, eps2)       # line 8
+            n2 += 1                                                # line 9: cost += ε2
+        elif (q[i] + eta_i) - t_noisy >= 0:                        # line 10
+            rec.output(p, i, 1, (q[i] + eta_i) - t_noisy, eps1)    # line 11
+            n1 += 1                                                # line 12: cost += ε1
+        else:
+            rec.output(p, i, 0)                                    # line 14
+        if 2 * n1 + n2 > 2 * (k - 1):                              # line 15 (exact)
+            break
+    return rec.outcome()
