@@ -124,8 +124,9 @@ class AdaptiveSVTGap(Mechanism):
                   ) -> Outcome:
         del vectorized
         n, dtype = queries.shape[0], queries.dtype
-        return jax.vmap(lambda k: _decide(self, _draw(k, n, shuffle, dtype), queries,
-                                          thresholds))(keys)
+        draws = jax.vmap(lambda k: _draw(k, n, shuffle, dtype))(keys)
+        items = None if not shuffle else _batch_permutations(draws.order, n)
+        return jax.vmap(lambda d, i: _decide(self, d, queries, thresholds, i))(draws, items)
 
 
 def _draw(key, n: int, shuffle: bool, dtype) -> Draws:
@@ -144,13 +145,36 @@ def _permutation(order, n: int):
     return lax.fori_loop(0, n, swap, jnp.arange(n, dtype=jnp.int32))
 
 
-def _decide(mech: AdaptiveSVTGap, draws: Draws, q, t) -> Outcome:
+def _batch_permutations(order, n: int):
+    """Fisher–Yates permutations of a batch (int32[batch, n]) with the SVT kernel's in-place
+    batch-level shuffle (a per-trial vmapped swap loop copies the whole table every step)."""
+    from svtjax.mechanisms import _svt_engine as engine
+    from svtjax.mechanisms.base import BLOCK, num_blocks
+
+    nb = num_blocks(n)
+    n_pad = nb * BLOCK
+    pos = jnp.arange(n_pad, dtype=jnp.int32)
+    full = jnp.where(pos < n, jnp.pad(order.astype(jnp.int32), ((0, 0), (0, n_pad - n))), pos)
+
+    def block(b, carry):
+        fy, items = carry
+        fy, blk = engine._fisher_yates_block(fy, lax.dynamic_slice_in_dim(full, b * BLOCK, BLOCK,
+                                                                          axis=1), b)
+        return fy, lax.dynamic_update_slice_in_dim(items, blk, b * BLOCK, axis=1)
+
+    init = (engine._shuffle_init(order.shape[0], n_pad),
+            jnp.zeros((order.shape[0], n_pad), jnp.int32))
+    return lax.fori_loop(0, nb, block, init)[1][:, :n]
+
+
+def _decide(mech: AdaptiveSVTGap, draws: Draws, q, t, items=None) -> Outcome:
     dtype = q.dtype
     n = q.shape[0]
     eps0, eps1, eps2 = mech.budgets()
     s_rho, s_top, s_mid, sigma = (jnp.asarray(x, dtype) for x in mech.scales())
-    items = jnp.arange(n, dtype=jnp.int32) if draws.order is None else _permutation(
-        jnp.asarray(draws.order, jnp.int32), n)
+    if items is None:
+        items = jnp.arange(n, dtype=jnp.int32) if draws.order is None else _permutation(
+            jnp.asarray(draws.order, jnp.int32), n)
     rho = s_rho * jnp.asarray(draws.threshold, dtype)
     limit = 2 * (mech.c - 1)
 
