@@ -93,12 +93,14 @@ class _Selection(Mechanism):
         return getattr(self, self.picks_param)
 
     def scale(self):
-        """The noise scale b (in units of the scores) applied to the standard variates."""
-        raise NotImplementedError
+        """The noise scale b applied to the standard variates: 2·picks·Δ/ε, or picks·Δ/ε for
+        monotonic scores (every selection mechanism here: Lyu'17 §4.4, Ding'19 Algorithm 1)."""
+        factor = 1.0 if self.monotonic else 2.0
+        return factor * self.num_picks() * self.sensitivity / self.epsilon
 
     def pick_cost(self):
-        """``Outcome.cost`` at each pick."""
-        raise NotImplementedError
+        """``Outcome.cost`` at each pick: ε / picks."""
+        return self.epsilon / self.num_picks()
 
     def stream_length(self, n: int) -> int:
         return self.num_picks()
@@ -270,14 +272,6 @@ class EMPeeling(_Selection):
         """w in exp(w·q): ε/(2cΔ), or ε/(cΔ) for monotonic scores (Lyu et al. 2017, §4.4)."""
         return 1.0 / self.scale()
 
-    def scale(self):
-        """Gumbel scale b = 1/w = 2cΔ/ε (cΔ/ε monotonic)."""
-        factor = 1.0 if self.monotonic else 2.0
-        return factor * self.c * self.sensitivity / self.epsilon
-
-    def pick_cost(self):
-        return self.epsilon / self.c
-
     def privacy(self):
         kind = "monotonic quality, exp(εq/(cΔ))" if self.monotonic else "exp(εq/(2cΔ))"
         return PureDP(f"Lyu, Su, Li 2017, Section 4.4: the exponential mechanism (McSherry & "
@@ -344,14 +338,6 @@ class ReportNoisyMax(_Selection):
     def noise_family(self) -> type:  # type: ignore[override]
         return NOISES[self.noise]
 
-    def scale(self):
-        """Noise scale b = 2kΔ/ε (kΔ/ε monotonic), for every noise family."""
-        factor = 1.0 if self.monotonic else 2.0
-        return factor * self.k * self.sensitivity / self.epsilon
-
-    def pick_cost(self):
-        return self.epsilon / self.k
-
     def privacy(self):
         eps = float(self.epsilon)
         mono = " (monotonic scores)" if self.monotonic else ""
@@ -404,14 +390,6 @@ class NoisyTopKGap(_Selection):
 
     def __post_init__(self):
         self._check_common()
-
-    def scale(self):
-        """Lap scale 2kΔ/ε (kΔ/ε monotonic), Algorithm 1 line 3."""
-        factor = 1.0 if self.monotonic else 2.0
-        return factor * self.k * self.sensitivity / self.epsilon
-
-    def pick_cost(self):
-        return self.epsilon / self.k
 
     def privacy(self):
         mono = " (monotonic queries, Lap(kΔ/ε))" if self.monotonic else ""
