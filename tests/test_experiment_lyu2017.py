@@ -1,4 +1,4 @@
-"""experiments/lyu2017.py (Lyu'17 Figure 3 / Table 3): a tiny run, and a fetched-dataset fixture."""
+"""svtjax/experiments/lyu2017.py (Lyu'17 Figure 3 / Table 3): a tiny run, and a fetched-dataset fixture."""
 
 import csv
 import dataclasses
@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from experiments import lyu2017
+from svtjax.experiments import lyu2017
 from svtjax import datasets
 from svtjax.datasets import _registry
 

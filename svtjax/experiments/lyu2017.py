@@ -27,9 +27,9 @@ deviation, plus the ranking check).
 
 Usage::
 
-    python experiments/lyu2017.py --quick          # seconds: zipf + retail, c in {25, 50}, ε 0.5
-    python experiments/lyu2017.py --paper          # 100 runs per cell, as the paper (default)
-    python experiments/lyu2017.py --trials 1000 --datasets zipf kosarak
+    svtjax reproduce lyu2017 --quick          # seconds: zipf + retail, c in {25, 50}, ε 0.5
+    svtjax reproduce lyu2017 --paper          # 100 runs per cell, as the paper (default)
+    svtjax reproduce lyu2017 --trials 1000 --datasets zipf kosarak
 """
 
 from __future__ import annotations
@@ -45,8 +45,6 @@ import sys
 import time
 from typing import Any, Optional, Sequence
 
-if __package__ in (None, ""):  # run as a script from a checkout: import the checkout's svtjax
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # The methods, in the paper's column order: label -> (registry name, parameters).
 METHODS: dict[str, tuple[str, dict[str, Any]]] = {
