@@ -12,6 +12,7 @@ from types import ModuleType
 
 EXPERIMENTS: dict[str, str] = {
     "lyu2017": "svtjax.experiments.lyu2017",
+    "ding2019": "svtjax.experiments.ding2019",
 }
 
 

@@ -1,0 +1,144 @@
+"""svtjax/experiments/ding2019.py (Ding'19 Figures 1-4): a tiny run's outputs and their sanity."""
+
+import csv
+import math
+import runpy
+import sys
+
+import pytest
+
+from svtjax import datasets, estimators
+from svtjax.experiments import ding2019, load, names
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    # k_max = 10 (fig2_k) as in --quick, so the main() test below reuses these compiles.
+    out = tmp_path_factory.mktemp("ding2019")
+    config = ding2019.Config(datasets=("t40i10d100k",), ks=(2, 4), epsilons=(0.7,), trials=300,
+                             out=str(out), verbose=False)
+    results, missing = ding2019.run(config, log=lambda *a: None)
+    text = ding2019.write_outputs(results, missing, config, 1.0, log=lambda *a: None)
+    return config, results, missing, text, out
+
+
+def test_registered():
+    assert "ding2019" in names() and load("ding2019") is ding2019
+
+
+def test_outputs_exist(tiny):
+    config, results, missing, text, out = tiny
+    for name in ("mse.csv", "adaptive.csv", "summary.md", "fig1_t40i10d100k.png",
+                 "fig2_t40i10d100k.png", "fig3_t40i10d100k.png", "fig4.png"):
+        assert (out / name).stat().st_size > 0, name
+    with open(out / "mse.csv") as f:
+        mse = list(csv.DictReader(f))
+    with open(out / "adaptive.csv") as f:
+        adaptive = list(csv.DictReader(f))
+    # Fig 1: 2 values of k, Fig 2: 1 value of ε; two mechanisms each
+    assert len(mse) == 2 * (2 + 1) and len(adaptive) == 2
+    assert set(mse[0]) == set(ding2019.MSE_FIELDS)
+    assert (out / "summary.md").read_text() == text
+
+
+def test_mse_columns_are_sane(tiny):
+    _, results, _, _, _ = tiny
+    for r in results["mse"]:
+        k = r["k"]
+        expected = (1 - estimators.svt_mse_ratio(k, True) if r["mechanism"] == "svt-gap"
+                    else 1 - estimators.topk_mse_ratio(k, 1.0))
+        assert r["theory_pct"] == pytest.approx(100 * expected, rel=1e-12)
+        assert r["runs_used"] == r["trials"] == 300
+        assert r["mean_selected"] > k - 0.05  # 2k+ items lie above T: k answers in nearly all runs
+        assert 0 < r["mse_combined"] < r["mse_measure"]
+        assert r["improvement_pct"] == pytest.approx(
+            100 * (1 - r["mse_combined"] / r["mse_measure"]), rel=1e-9)
+        assert 0 < r["improvement_se_pct"] < 5
+        # a loose check (6 SE): the estimators and the mechanisms agree with the theory
+        assert abs(r["z"]) < 6, r
+        if r["mechanism"] == "svt-gap":
+            assert 0.85 < r["lcb95_coverage"] <= 1.0
+        else:
+            assert math.isnan(r["lcb95_coverage"])
+        # measurement noise Lap(k/(ε/2)): variance 8k²/ε²; the mean of 300k squared Laplace
+        # variates has relative SE sqrt(5/(300k)) <= 9.2%, so 50% is over 5 SE (rate < 1e-6)
+        assert r["mse_measure"] == pytest.approx(8 * k**2 / r["epsilon"]**2, rel=0.5)
+
+
+def test_adaptive_columns_are_sane(tiny):
+    _, results, _, _, _ = tiny
+    for r in results["adaptive"]:
+        k = r["k"]
+        assert r["svt_answers"] <= k + 1e-9
+        assert r["adaptive_answers"] == pytest.approx(r["adaptive_top"] + r["adaptive_middle"])
+        # the budget bounds the answers: 2 n_middle + n_top <= 2k - 1 + 2
+        assert r["adaptive_answers"] <= 2 * k + 1
+        assert r["adaptive_answers"] > r["svt_answers"]  # T40's top items are far above T
+        for key in ("svt_precision", "adaptive_precision", "svt_f", "adaptive_f"):
+            assert 0.0 <= r[key] <= 1.0
+        assert r["f_ratio"] == pytest.approx(r["adaptive_f"] / r["svt_f"])
+        assert 0.0 <= r["remaining_pct"] <= 100.0 and 0.0 <= r["reached_k"] <= 1.0
+
+
+def test_summary_has_the_comparison(tiny):
+    _, _, _, text, _ = tiny
+    assert "## The paper's statements beside ours" in text
+    for quote in ("up to 50%", "approaches 20%", "1.5 times", "40% of the privacy budget",
+                  "18 more answers"):
+        assert quote in text, quote
+    assert text.count("empirical and theoretical improvement curves") == 2  # one dataset
+    assert "AGREE within Monte Carlo error" in text or "DO NOT agree within" in text
+
+
+def test_agreement_is_computed():
+    rows = [dict(dataset="d", mechanism="svt-gap", z=z, improvement_pct=30 + z, theory_pct=30.0,
+                 noise_over_threshold=r) for z, r in ((0.5, 0.01), (-1.0, 0.03), (4.0, 0.3))]
+    a = ding2019.agreement(rows)[("d", "svt-gap")]
+    # Bonferroni bound for 3 points at 1% family-wise: Φ⁻¹(1 − 0.01/6) = 2.935
+    assert a["z_star"] == pytest.approx(2.935, abs=1e-3)
+    assert a["outside"] == 1 and not a["agree"] and a["max_abs_z"] == 4.0
+    assert [b["beyond"] for b in a["bins"]] == [0, 0, 1]
+    assert ding2019.agreement(rows[:2])[("d", "svt-gap")]["agree"]
+    text = ding2019.report({"mse": [dict(r, figure=1, epsilon=0.7, k=2, trials=2,
+                                         improvement_se_pct=1.0, lcb95_coverage=0.9)
+                                    for r in rows], "adaptive": []}, {},
+                           ding2019.Config(ks=(2,), trials=2), 0.0)
+    assert "d, svt-gap: empirical and theoretical improvement curves DO NOT agree" in text
+    assert "Why they can disagree" in text
+
+
+def test_missing_datasets_are_reported(tmp_path, monkeypatch):
+    monkeypatch.setenv(datasets.ENV_VAR, str(tmp_path / "empty-cache"))
+    loaded, missing = ding2019.load_available(("t40i10d100k", "bms-pos", "kosarak"))
+    assert list(loaded) == ["t40i10d100k"] and set(missing) == {"bms-pos", "kosarak"}
+    results = {"mse": [], "adaptive": []}
+    text = ding2019.report(results, missing, ding2019.Config(trials=2), 0.0)
+    assert "NOT RUN bms-pos" in text and "not available offline" in text
+
+
+def test_main_quick(tmp_path, monkeypatch):
+    # The CLI path on a smaller grid than --quick's (whose ~20 s is measured in the module
+    # docstring); the same k_max and sizes as the fixture, so nothing new is compiled.
+    monkeypatch.setenv("SVTJAX_NO_CACHE", "1")
+    monkeypatch.setattr(ding2019, "plot", lambda results, out: [])  # plots: test_outputs_exist
+    monkeypatch.setattr(ding2019, "QUICK", dict(datasets=("t40i10d100k",), ks=(2, 4),
+                                                epsilons=(0.7,), trials=300))
+    out = tmp_path / "out"
+    assert ding2019.main(["--quick", "--trials", "40", "--out", str(out)]) == 0
+    with open(out / "adaptive.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [int(r["k"]) for r in rows] == [2, 4] and all(r["trials"] == "40" for r in rows)
+    assert (out / "summary.md").read_text().startswith("# Ding, Wang, Zhang, Kifer 2019")
+    with pytest.raises(SystemExit):
+        ding2019.main(["--quick", "--paper"])
+
+
+@pytest.mark.filterwarnings("ignore:.*found in sys.modules:RuntimeWarning")
+def test_module_runs_as_script(monkeypatch, capsys):
+    # what `python -m svtjax.experiments.ding2019 --help` runs, in-process (no new interpreter)
+    monkeypatch.setattr(sys, "argv", ["ding2019", "--help"])
+    with pytest.raises(SystemExit) as done:
+        runpy.run_module("svtjax.experiments.ding2019", run_name="__main__")
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert "--quick" in out and "--paper" in out and "--order" in out
