@@ -1,7 +1,7 @@
 """Adaptive-Sparse-Vector-with-Gap (Ding, Wang, Zhang, Kifer 2019, Algorithm 2).
 
-Line 1: ε0 = θε, ε1 = (1−θ)ε/k, ε2 = ε1/2, σ = 2 standard deviations of the query noise of the
-top branch; line 2-3: T̃ = T + η, η ~ Lap(Δ/ε0); per query (line 6) ξ_i ~ Lap(2Δ/ε2),
+Line 1: ε0 = θε, ε1 = (1−θ)ε/k, ε2 = ε1/2, σ = 4√2Δ/ε2 (two standard deviations of
+Lap(2Δ/ε2), footnote 5); line 2-3: T̃ = T + η, η ~ Lap(Δ/ε0); per query (line 6) ξ_i ~ Lap(2Δ/ε2),
 η_i ~ Lap(2Δ/ε1) (Lap(Δ/ε2), Lap(Δ/ε1) for monotonic queries, footnote 6);
 lines 7-9 (top branch): if q_i + ξ_i − T̃ ≥ σ, output (⊤, gap q_i + ξ_i − T̃, ε2);
 lines 10-12 (middle branch): else if q_i + η_i − T̃ ≥ 0, output (⊤, gap, ε1); else ⊥ (cost 0);
@@ -14,9 +14,10 @@ up-front (``privacy()``); :meth:`AdaptiveSVTGap.remaining` gives the budget left
 Stopping is decided exactly (DESIGN.md): with n1 middle and n2 top answers,
 cost = ε0 + n1 ε1 + n2 ε2 > ε − ε1  ⟺  2 n1 + n2 > 2(k − 1), evaluated on integers.
 
-σ for monotonic queries: the paper fixes σ as 2 standard deviations of Lap(2/ε2), the top
-branch's noise; with the monotonic noise Lap(Δ/ε2) we keep "2 standard deviations of the top
-branch's noise", i.e. 2√2Δ/ε2 (svtjax's reading of footnotes 5-6).
+σ for monotonic queries: line 1 fixes σ = 4√2Δ/ε2 and footnote 6 changes only the noise
+(Lap(Δ/ε2) in the top branch), not σ; the authors' code does the same. So σ = 4√2Δ/ε2 for
+both query types — for monotonic queries that is four standard deviations of the top branch's
+actual noise, a stricter top branch than "two standard deviations" would give.
 """
 
 from __future__ import annotations
@@ -91,7 +92,8 @@ class AdaptiveSVTGap(Mechanism):
         eps0, eps1, eps2 = self.budgets()
         f = 1.0 if self.monotonic else 2.0
         top = f * self.sensitivity / eps2
-        return self.sensitivity / eps0, top, f * self.sensitivity / eps1, 2.0 * math.sqrt(2.0) * top
+        sigma = 4.0 * math.sqrt(2.0) * self.sensitivity / eps2  # line 1, for both query types
+        return self.sensitivity / eps0, top, f * self.sensitivity / eps1, sigma
 
     def remaining(self, outcome: Outcome):
         """Budget left over: ε − ε0 − Σ cost (per trial for batched outcomes)."""

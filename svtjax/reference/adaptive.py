@@ -25,7 +25,7 @@ def adaptive_svt_gap(draws: Draws, queries, thresholds, *, epsilon, c, sensitivi
     eps2 = eps1 / 2
     f = 1 if monotonic else 2                                      # footnote 6
     b_top = f * sensitivity / eps2
-    sigma = dtype(2 * math.sqrt(2) * b_top)                        # 2 std of Lap(b_top)
+    sigma = dtype(4 * math.sqrt(2) * sensitivity / eps2)          # line 1: σ = 4√2/ε2
     eta = dtype(sensitivity / eps0) * dtype(draws.threshold)       # line 2: η ~ Lap(Δ/ε0)
     rec = _Recorder(n, dtype)
     n1 = n2 = 0
