@@ -27,6 +27,11 @@ __all__ = ["simulate", "trial_keys", "default_chunk_size", "MEMORY_BUDGET"]
 MEMORY_BUDGET = 256 * 2**20
 """Bytes of per-chunk working memory ``simulate`` aims for when ``chunk_size`` is None."""
 
+ACCELERATOR_MEMORY_BUDGET = 2 * 2**30
+"""The per-chunk working memory on a GPU/TPU when ``chunk_size`` is None: larger chunks are
+what fill an accelerator (on an H200, a 2 GiB budget ran the 10^6-trial sweep benchmark ~5x
+faster than 256 MiB; benchmarks/results/sweep-memory-*-gpu-*.json)."""
+
 CPU_REDUCE_POSITIONS = 2**20
 """Stream positions per chunk (trials x L) ``simulate`` aims for on a CPU when a reducer is
 given. A reduced run keeps nothing between chunks, so its chunks can be sized for the cache
@@ -50,17 +55,22 @@ def _bytes_per_trial(mech: Mechanism, n: int, itemsize: int, shuffle: bool) -> i
 
 def default_chunk_size(mech: Mechanism, n: int, trials: int, *, itemsize: int = 4,
                        shuffle: bool = False, num_devices: int = 1,
-                       memory_budget: int = MEMORY_BUDGET, reduced: bool = False,
+                       memory_budget: Optional[int] = None, reduced: bool = False,
                        platform: Optional[str] = None) -> int:
     """The largest chunk whose working set fits ``memory_budget``, a multiple of the devices.
+
+    ``memory_budget`` defaults to ``MEMORY_BUDGET`` on a CPU and ``ACCELERATOR_MEMORY_BUDGET``
+    on an accelerator.
 
     With ``reduced`` (a reducer is applied in the chunk) on a CPU ``platform`` (default: that of
     ``jax.devices()[0]``) the chunk is further capped at ``CPU_REDUCE_POSITIONS`` stream
     positions so that its buffers stay in cache."""
-    per_trial = _bytes_per_trial(mech, n, itemsize, shuffle)
-    largest = max(1, min(trials, memory_budget // max(per_trial, 1)))
     if platform is None:
         platform = jax.devices()[0].platform
+    if memory_budget is None:
+        memory_budget = MEMORY_BUDGET if platform == "cpu" else ACCELERATOR_MEMORY_BUDGET
+    per_trial = _bytes_per_trial(mech, n, itemsize, shuffle)
+    largest = max(1, min(trials, memory_budget // max(per_trial, 1)))
     if reduced and platform == "cpu":
         length = max(mech.stream_length(n), 1)
         largest = max(1, min(largest, CPU_REDUCE_POSITIONS // length))
