@@ -11,6 +11,7 @@ over ε or c compiles once.
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import jax.numpy as jnp
@@ -68,3 +69,113 @@ def split(epsilon, c, rule: str):
 def optimal_rule(monotonic: bool) -> str:
     """The rule Lyu'17 derives: Eq. 13 in general, Sec. 4.3 for monotonic queries."""
     return "1:c^(2/3)" if monotonic else "1:(2c)^(2/3)"
+
+
+# -- Liu et al. (2024), Table 4: the split that minimises the comparison variance (Eq. 6) -------
+#
+# V(ε1) = Var[ρ] + Var[ν] with ρ = N1 at scale Δ/ε1 and ν = N2 at scale K·c·Δ/ε2 (K = 2, or 1
+# for monotonic queries), ε1 + ε2 = ε. With v1, v2 the variances of the unit-scale families,
+# V = v1 (Δ/ε1)² + v2 (KcΔ/ε2)², and dV/dε1 = 0 at fixed ε gives ε2 / ε1 = w with
+#
+#     w = (v2 K² c² / v1)^(1/3)                                           (Liu'24 Appendix G)
+#
+# Table 4 (K = 2, Laplace threshold v1 = 2): exponential v2 = 1 -> (√2 c)^(2/3); Gumbel
+# v2 = π²/6 -> (πc/√3)^(2/3); Laplace v2 = 2 -> (2c)^(2/3); Gaussian (both noises Gaussian with
+# the same calibration factor, v1 = v2) -> (2c)^(2/3). A common factor of both scales (the
+# Gaussian's sqrt(2 ln(1.25/δ))) cancels.
+
+UNIT_VARIANCE = {"laplace": 2.0, "gaussian": 1.0, "exponential": 1.0,
+                 "gumbel": math.pi ** 2 / 6.0}
+"""Variance of each noise family at scale 1 (svtjax.noise parameterisation)."""
+
+LIU24_THRESHOLD = {"laplace": "laplace", "exponential": "laplace", "gumbel": "laplace",
+                   "gaussian": "gaussian"}
+"""Threshold-noise family paired with each query-noise family in Liu'24 Table 3."""
+
+
+def _family(name) -> str:
+    fam = getattr(name, "family", name)
+    if fam not in UNIT_VARIANCE:
+        raise ValueError(f"noise family must be one of {sorted(UNIT_VARIANCE)}; got {name!r}")
+    return fam
+
+
+def liu_ratio(query_family, c, monotonic: bool = False, threshold_family=None):
+    """w in ε2 = w·ε1 minimising Eq. 6 (Liu et al. 2024, Table 4 and Appendix G).
+
+    Args:
+      query_family: ``"exponential"``, ``"gumbel"``, ``"laplace"``, ``"gaussian"`` (or a noise
+        class/object with that ``family``).
+      c: cut-off (may be a traced array).
+      monotonic: query-noise scale cΔ/ε2 instead of 2cΔ/ε2.
+      threshold_family: default: Table 3's pairing (Gaussian with Gaussian, else Laplace).
+
+    Returns:
+      w = (v2 K² c² / v1)^(1/3); e.g. (√2 c)^(2/3) for exponential queries (Table 4).
+    """
+    q = _family(query_family)
+    t = _family(threshold_family if threshold_family is not None else LIU24_THRESHOLD[q])
+    k = 1.0 if monotonic else 2.0
+    return (UNIT_VARIANCE[q] * k * k * jnp.asarray(c, dtype=float) ** 2
+            / UNIT_VARIANCE[t]) ** (1.0 / 3.0)
+
+
+LIU24_TABLE4 = {
+    "exponential": lambda c: (math.sqrt(2.0) * c) ** (2.0 / 3.0),
+    "gumbel": lambda c: (math.pi * c / math.sqrt(3.0)) ** (2.0 / 3.0),
+    "laplace": lambda c: (2.0 * c) ** (2.0 / 3.0),
+    "gaussian": lambda c: (2.0 * c) ** (2.0 / 3.0),
+}
+"""Table 4 of Liu et al. 2024 as printed (w for SVT-Exp, SVT-Gum, SVT-Lap, SVT-Gau)."""
+
+
+def comparison_variance(epsilon1, epsilon2, c, query_family, threshold_family=None, *,
+                        sensitivity=1.0, monotonic: bool = False, calibration: float = 1.0):
+    """Eq. 6: Var[ρ] + Var[ν] for ρ at scale cal·Δ/ε1 and ν at scale cal·KcΔ/ε2."""
+    q = _family(query_family)
+    t = _family(threshold_family if threshold_family is not None else LIU24_THRESHOLD[q])
+    k = 1.0 if monotonic else 2.0
+    s1 = calibration * sensitivity / epsilon1
+    s2 = calibration * k * c * sensitivity / epsilon2
+    return UNIT_VARIANCE[t] * s1 ** 2 + UNIT_VARIANCE[q] * s2 ** 2
+
+
+def minimize_comparison_variance(epsilon: float, c, query_family, threshold_family=None, *,
+                                 sensitivity: float = 1.0, monotonic: bool = False,
+                                 calibration: float = 1.0):
+    """Numerical minimiser of Eq. 6 over ε1 ∈ (0, ε) for any pair of noise families.
+
+    Returns:
+      ``(eps1, eps2, V)`` at the minimum (bounded Brent on log ε1/ε2, float64 on the host).
+    """
+    from scipy.optimize import minimize_scalar
+
+    _validate.positive("epsilon", epsilon)
+    eps = float(epsilon)
+
+    def v_of(t):  # t = log(ε2/ε1)
+        e1 = eps / (1.0 + math.exp(t))
+        return float(comparison_variance(e1, eps - e1, float(c), query_family, threshold_family,
+                                         sensitivity=sensitivity, monotonic=monotonic,
+                                         calibration=calibration))
+
+    res = minimize_scalar(v_of, bounds=(-10.0, 30.0), method="bounded",
+                          options={"xatol": 1e-12})
+    e1 = eps / (1.0 + math.exp(res.x))
+    return e1, eps - e1, v_of(res.x)
+
+
+def liu_ratio_host(query_family, c: int, monotonic: bool = False, threshold_family=None
+                   ) -> float:
+    """:func:`liu_ratio` in float64 Python arithmetic (for host-side computations)."""
+    q = _family(query_family)
+    t = _family(threshold_family if threshold_family is not None else LIU24_THRESHOLD[q])
+    k = 1.0 if monotonic else 2.0
+    return (UNIT_VARIANCE[q] * k * k * float(c) ** 2 / UNIT_VARIANCE[t]) ** (1.0 / 3.0)
+
+
+def ratio_host(rule: str, c: int) -> float:
+    """:func:`ratio` in float64 Python arithmetic."""
+    c = float(c)
+    return {"1:1": 1.0, "1:3": 3.0, "1:c": c, "1:c^(2/3)": c ** (2.0 / 3.0),
+            "1:(2c)^(2/3)": (2.0 * c) ** (2.0 / 3.0)}[check_rule(rule)]

@@ -27,7 +27,7 @@ def _scales(eps, k, theta, monotonic, delta=1.0):
     eps1 = (1 - theta) * eps / k
     eps2 = eps1 / 2
     f = 1 if monotonic else 2                # footnote 6
-    return delta / eps0, f * delta / eps2, f * delta / eps1, 4 * math.sqrt(2) * delta / eps2  # line 1
+    return delta / eps0, f * delta / eps2, f * delta / eps1, 4 * math.sqrt(2) * delta / eps2
 
 
 def label_sequences(n, k):

@@ -59,7 +59,11 @@ PRIVACY_CASES = {"lyu-alg1", "dpbook", "roth11", "lee-clifton", "stoddard", "che
                  # the last three: tests/test_svt_gap.py, test_noisy_top_k_gap.py,
                  # test_adaptive_svt_gap.py
                  # privacy() tests of the selection mechanisms are in tests/test_selection.py
-                 "em-peeling", "report-noisy-max"}
+                 "em-peeling", "report-noisy-max",
+                 # Zhu & Wang'20: tests/test_generalized_svt.py
+                 "generalized-svt", "stagewise-svt",
+                 # Liu'24 Theorem 3: tests/test_svt_exp.py
+                 "svt-exp"}
 
 
 def test_every_registered_mechanism_has_a_privacy_test():

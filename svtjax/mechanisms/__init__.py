@@ -9,6 +9,8 @@ Registry names are part of the API (DESIGN.md, "Registry"); a name never changes
 from svtjax.mechanisms import classic  # noqa: F401, I001
 from svtjax.mechanisms import selection  # noqa: F401, I001
 from svtjax.mechanisms import adaptive  # noqa: F401, I001
+from svtjax.mechanisms import exponential  # noqa: F401, I001
+from svtjax.mechanisms import generalized  # noqa: F401, I001
 from svtjax.mechanisms.base import (
                                     BLOCK,
                                     Mechanism,

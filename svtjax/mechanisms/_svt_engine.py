@@ -57,6 +57,14 @@ class SVTSpec:
       max_passes: passes over the items (retraversal, Lyu'17 §4.4). Pass 1 visits every item;
         each later pass revisits, in the same order, the items not answered ⊤ so far. The stream
         has L = n × max_passes positions, pass p occupying positions p·n .. p·n + n − 1.
+      capped: a length cap ``scales.k_max`` (Zhu & Wang 2020, Algorithm 2's k_max): stream
+        positions p ≥ k_max are not evaluated; with ``stagewise``, a cap on the positions of
+        each stage instead (Algorithm 3's k′_max). One pass only.
+      stagewise: Zhu & Wang 2020, Algorithm 3: ⌈c/c′⌉ stages (c′ = ``scales.c_stage``); a
+        stage ends after c̃ ⊤ in it (c′, the last stage c − c′(⌈c/c′⌉ − 1)) or k′_max positions
+        when ``capped``, and the next starts with a fresh threshold noise, ``refresh[p]`` for a
+        stage ending at position p (the number RESAMPLE uses after a ⊤ at p). The run halts
+        after the last stage. Always runs the scan.
     """
 
     threshold_noise: type
@@ -66,6 +74,13 @@ class SVTSpec:
     answer_noise: Optional[type] = None
     cutoff: bool = True
     max_passes: int = 1
+    capped: bool = False
+    stagewise: bool = False
+
+    @property
+    def refreshes(self) -> bool:
+        """Whether the ``refresh`` stream is drawn (RESAMPLE or stage-wise restarts)."""
+        return self.resample or self.stagewise
 
 
 class SVTScales(NamedTuple):
@@ -77,6 +92,8 @@ class SVTScales(NamedTuple):
     c: Array  # cut-off
     top_cost: Array  # budget charged at each ⊤
     shift: Array = 0.0  # added to every threshold (SVT-ReTr's raised threshold)
+    k_max: Array = 0  # length cap (spec.capped): of the stream, or of each stage (stagewise)
+    c_stage: Array = 1  # ⊤ per stage (spec.stagewise; Algorithm 3's c′)
 
 
 class _State(NamedTuple):
@@ -90,6 +107,7 @@ class _State(NamedTuple):
     answers: Array
     items: Optional[Array]
     values: Optional[Array]
+    stage: Optional[Array] = None  # int32[3]: ⊤ in the stage, its length, stages done
 
 
 class _BlockDraws(NamedTuple):
@@ -123,7 +141,7 @@ def draw(spec: SVTSpec, key: Key, n: int, *, shuffle: bool, dtype: DTypeLike) ->
     return Draws(
         threshold=spec.threshold_noise.standard(t_key, (), dtype),
         query=None if spec.query_noise is None else stream("query", spec.query_noise),
-        refresh=stream("refresh", spec.threshold_noise) if spec.resample else None,
+        refresh=stream("refresh", spec.threshold_noise) if spec.refreshes else None,
         answer=stream("answer", spec.answer_noise) if spec.release == "answer" else None,
         order=stream_order(stream_key(key, "order"), n) if shuffle else None,
     )
@@ -143,7 +161,7 @@ def _lazy_block_draws(spec, keys, b, n, shuffle, dtype) -> _BlockDraws:
         order = jax.vmap(lambda s: block_order(s, b_order, n))(skeys)
     return _BlockDraws(
         query=None if spec.query_noise is None else variates("query", spec.query_noise),
-        refresh=variates("refresh", spec.threshold_noise) if spec.resample else None,
+        refresh=variates("refresh", spec.threshold_noise) if spec.refreshes else None,
         answer=variates("answer", spec.answer_noise) if spec.release == "answer" else None,
         order=order,
     )
@@ -254,6 +272,8 @@ def _decide_block(spec: SVTSpec, sc: SVTScales, vectorized: bool, state: _State,
             first = lax.dynamic_slice_in_dim(state.items, b * BLOCK, BLOCK)
             items = jnp.where(g < nb, items, jnp.maximum(first, 0)) if items is not None \
                 else jnp.maximum(first, 0)
+    if spec.capped and not spec.stagewise:  # Algorithm 2: i = 1, ..., k_max
+        valid = valid & (g * BLOCK + jnp.arange(BLOCK, dtype=jnp.int32) < sc.k_max)
     if items is not None:
         q_blk, t_blk = q_pad[items], t_pad[items]
     else:
@@ -266,7 +286,8 @@ def _decide_block(spec: SVTSpec, sc: SVTScales, vectorized: bool, state: _State,
     else:
         noisy_q = q_blk + jnp.asarray(sc.query, dtype) * bd.query
 
-    if vectorized and not spec.resample:
+    stage = state.stage
+    if vectorized and not spec.resample and not spec.stagewise:
         noisy_t = t_blk + state.rho
         above = (noisy_q >= noisy_t) & valid
         if spec.cutoff:
@@ -278,6 +299,9 @@ def _decide_block(spec: SVTSpec, sc: SVTScales, vectorized: bool, state: _State,
         count = state.count + jnp.sum(top, dtype=jnp.int32)
         rho_at = jnp.broadcast_to(state.rho, (BLOCK,))
         rho = state.rho
+    elif spec.stagewise:
+        (count, rho, stage), (active, top, rho_at) = _stagewise_scan(
+            spec, sc, state, noisy_q, t_blk, bd.refresh, valid)
     else:
         refresh = bd.refresh if spec.resample else jnp.zeros((BLOCK,), dtype)
         t_scale = jnp.asarray(sc.threshold, dtype)
@@ -314,7 +338,48 @@ def _decide_block(spec: SVTSpec, sc: SVTScales, vectorized: bool, state: _State,
         return lax.dynamic_update_slice_in_dim(buf, blk.astype(buf.dtype), at, axis=0)
 
     return _State(count, rho, put(state.answers, answers),
-                  put(state.items, jnp.where(active, items, -1)), put(state.values, values))
+                  put(state.items, jnp.where(active, items, -1)), put(state.values, values),
+                  stage)
+
+
+def _stagewise_scan(spec, sc, state, noisy_q, t_blk, refresh, valid):
+    """Zhu & Wang 2020, Algorithm 3 over one block: Algorithm 2 (lines 3-9) per position, plus
+    the stage bookkeeping of Algorithm 3 (lines 2-4): stage ℓ of m = ⌈c/c′⌉ ends after c̃ ⊤
+    (line 3: c′, the last stage c − c′(m − 1)) or k′_max evaluated positions (``capped``); the
+    next stage draws a fresh threshold (line 4 → Algorithm 2 line 1); nothing is evaluated after
+    stage m."""
+    t_scale = jnp.asarray(sc.threshold, noisy_q.dtype)
+    num_stages = _num_stages(sc)
+
+    def step(carry, x):
+        count, rho, stage = carry
+        nq, t, z_ref, v = x
+        active = v & (count < sc.c) & (stage[2] < num_stages)
+        top = active & (nq >= t + rho)
+        s_top = stage[0] + top.astype(jnp.int32)
+        s_len = stage[1] + active.astype(jnp.int32)
+        c_tilde = jnp.where(stage[2] == num_stages - 1, sc.c - sc.c_stage * (num_stages - 1),
+                            sc.c_stage)
+        end = s_top >= c_tilde
+        if spec.capped:
+            end = end | (s_len >= sc.k_max)
+        end = active & end
+        fresh = end | top if spec.resample else end
+        new_rho = jnp.where(fresh, t_scale * z_ref, rho)
+        zero = jnp.zeros((), jnp.int32)
+        new_stage = jnp.where(end, jnp.stack([zero, zero, stage[2] + 1]),
+                              jnp.stack([s_top, s_len, stage[2]]))
+        return (count + top.astype(jnp.int32), new_rho, new_stage), (active, top, rho)
+
+    return lax.scan(step, (state.count, state.rho, state.stage),
+                    (noisy_q, t_blk, refresh, valid))
+
+
+def _num_stages(sc: SVTScales) -> Array:
+    """m = ⌈c/c′⌉ (Algorithm 3, line 2), in integers."""
+    c = jnp.asarray(sc.c, jnp.int32)
+    c_stage = jnp.asarray(sc.c_stage, jnp.int32)
+    return (c + c_stage - 1) // c_stage
 
 
 # -- batch drivers -------------------------------------------------------------------------
@@ -327,6 +392,7 @@ def _init_state(spec, sc, z0, n_pad, dtype, shuffle) -> _State:
         answers=jnp.full((length,), -1, jnp.int8),
         items=jnp.full((length,), -1, jnp.int32) if shuffle else None,
         values=None if spec.release == "none" else jnp.full((length,), jnp.nan, dtype),
+        stage=jnp.zeros((3,), jnp.int32) if spec.stagewise else None,
     )
 
 
@@ -368,6 +434,8 @@ def _loop(spec, sc, vectorized, z0, src, get_block, q, t, shuffle) -> Outcome:
     def running(state):
         if not spec.cutoff:
             return jnp.ones(state.count.shape, bool)
+        if spec.stagewise:
+            return (state.count < sc.c) & (state.stage[:, 2] < _num_stages(sc))
         return state.count < sc.c
 
     def body(b, state, work):

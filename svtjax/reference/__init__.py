@@ -14,6 +14,8 @@ import numpy as np
 
 from svtjax._core import Draws, Outcome
 from svtjax.reference import adaptive, classic, selection
+from svtjax.reference import exponential as exponential_ref
+from svtjax.reference import generalized as generalized_ref
 from svtjax.reference.classic import stream_order
 
 __all__ = ["REFERENCES", "run", "stream_order", "classic", "selection"]
@@ -32,6 +34,9 @@ REFERENCES: dict[str, Callable[..., Outcome]] = {
     "report-noisy-max": selection.report_noisy_max,
     "noisy-top-k-gap": selection.noisy_top_k_gap,
     "adaptive-svt-gap": adaptive.adaptive_svt_gap,
+    "svt-exp": exponential_ref.svt_exp,
+    "generalized-svt": generalized_ref.generalized_svt,
+    "stagewise-svt": generalized_ref.stagewise_svt,
 }
 
 
@@ -48,7 +53,8 @@ def run(mech, draws: Draws, queries, thresholds) -> Outcome:
         raise ValueError(f"no numpy reference for {name!r}; references exist for "
                          f"{sorted(REFERENCES)}")
     params = dict(mech.params())
-    if name in ("svt-s", "svt-retr", "svt-gap") and params.get("allocation") == "explicit":
+    explicit = params.get("allocation") == "explicit"
+    if name in ("svt-s", "svt-retr", "svt-gap", "svt-exp") and explicit:
         params["allocation"] = tuple(float(x) for x in mech._split)
     for key, value in list(params.items()):
         if isinstance(value, np.ndarray) or hasattr(value, "shape"):
