@@ -1,0 +1,45 @@
+"""svtjax.experiments.liu2024 --quick: outputs exist and are sane (< 60 s)."""
+
+import csv
+import os
+
+import pytest
+
+from svtjax import experiments
+from svtjax.experiments import liu2024
+
+
+def _read(path):
+    with open(path, encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def test_quick_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("SVTJAX_NO_CACHE", "1")
+    out = str(tmp_path / "liu")
+    assert liu2024.main(["--quick", "--out", out]) == 0
+    for name in ("table5.csv", "fig3.csv", "fig4.csv", "fig5.csv", "fig7.csv", "fig8.csv",
+                 "summary.md", "fig3.png", "fig4.png", "fig5.png",
+                 "fig7_ncr_t40i10d100k.png", "fig7_f1_t40i10d100k.png",
+                 "fig8_t40i10d100k.png"):
+        assert os.path.getsize(os.path.join(out, name)) > 0, name
+    fig7 = _read(os.path.join(out, "fig7.csv"))
+    methods = {r["method"] for r in fig7}
+    assert methods == set(liu2024.SVT_METHODS) | {liu2024.UPPER, liu2024.UPPER_SVT}
+    for r in fig7:
+        assert 0.0 <= float(r["ncr"]) <= 1.0 and 0.0 <= float(r["f1"]) <= 1.0
+        assert int(r["trials"]) == 20
+    # the upper bound ranks all noisy scores: never below the SVTs at the same ε
+    for eps in {r["epsilon"] for r in fig7}:
+        at = {r["method"]: float(r["ncr"]) for r in fig7 if r["epsilon"] == eps}
+        assert at[liu2024.UPPER] >= max(at[m] for m in liu2024.SVT_METHODS) - 0.05
+    # Table 5's Mean row is 52.32/ε under the monotonic rate and the (2c)^(2/3) split
+    for r in _read(os.path.join(out, "table5.csv")):
+        assert float(r["mean_h1"]) == pytest.approx(52.32 / float(r["epsilon"]), rel=1e-4)
+    text = open(os.path.join(out, "summary.md"), encoding="utf-8").read()
+    assert "Table 5" in text and "Acceptance" in text and "35450.45" in text
+
+
+def test_registered():
+    assert "liu2024" in experiments.names()
+    assert experiments.load("liu2024") is liu2024
