@@ -1,8 +1,13 @@
 """The ``svtjax`` command line.
 
 Subcommands:
-  list       mechanisms (with parameters and defaults) and datasets
+  list       mechanisms (with parameters and defaults), datasets, metrics, sweep configs and
+             experiments
   simulate   run mechanisms on a dataset and print a utility table (or JSON)
+  sweep      run a grid of datasets x mechanisms x parameters (``svtjax.sweep``): tidy results,
+             a table and a plot; resumable; sharded over devices and split over processes
+  reproduce  reproduce a paper's tables and figures (``svtjax.experiments.EXPERIMENTS``)
+  audit      empirical privacy audits (``svtjax.audit``)
   bench      run the benchmark suite (``svtjax.bench``)
 
 Errors in the user's input end the command with exit status 2 and one line on stderr.
@@ -146,24 +151,37 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 
 def _cmd_list(args) -> int:
     import svtjax
-    from svtjax import datasets
+    from svtjax import datasets, experiments, sweep
 
+    def plain(v):
+        return v if isinstance(v, (int, float, str, bool, type(None))) else repr(v)
+
+    def doc(obj):
+        return ((obj.__doc__ or "").strip().splitlines() or [""])[0]
+
+    exps = {}
+    for name, module in experiments.EXPERIMENTS.items():
+        exps[name] = {"module": module}
     if args.json:
         print(json.dumps({
-            "mechanisms": {n: {k: (v if isinstance(v, (int, float, str, bool, type(None)))
-                                   else repr(v))
-                               for k, v in svtjax.mechanisms.parameters(n).items()}
+            "mechanisms": {n: {k: plain(v) for k, v in svtjax.mechanisms.parameters(n).items()}
                            for n in svtjax.names()},
-            "datasets": datasets.names()}, indent=2))
+            "datasets": datasets.names(),
+            "metrics": sweep.metric_names(),
+            "sweep_configs": {k: str(v) for k, v in sorted(sweep.builtin_configs().items())},
+            "experiments": exps}, indent=2))
         return 0
     print("mechanisms:")
     for n in svtjax.names():
         params = ", ".join(f"{k}={v}" for k, v in svtjax.mechanisms.parameters(n).items())
-        doc = (svtjax.mechanisms.registry()[n].__doc__ or "").strip().splitlines()[0]
-        print(f"  {n:<14} {doc}\n  {'':<14} parameters: {params}")
-    print("datasets:")
-    for n in datasets.names():
-        print(f"  {n}")
+        print(f"  {n:<18} {doc(svtjax.mechanisms.registry()[n])}\n  {'':<18} parameters: "
+              f"{params}")
+    print("datasets:\n  " + " ".join(datasets.names()))
+    print("metrics:\n  " + " ".join(sweep.metric_names()))
+    print("sweep configs (svtjax sweep NAME):\n  " + " ".join(sorted(sweep.builtin_configs())))
+    print("experiments (svtjax reproduce NAME):")
+    for name, module in experiments.EXPERIMENTS.items():
+        print(f"  {name:<18} {module}")
     return 0
 
 
@@ -192,6 +210,147 @@ def _cmd_bench(args, rest: list[str]) -> int:
     return int(bench.main(rest) or 0)
 
 
+def _default_out(name: str) -> str:
+    return os.path.join("results", "sweeps", name)
+
+
+def _init_distributed(args) -> None:
+    if not (args.distributed or args.coordinator):
+        return
+    import jax
+
+    kwargs = {}
+    if args.coordinator:
+        kwargs["coordinator_address"] = args.coordinator
+    if args.num_processes is not None:
+        kwargs["num_processes"] = args.num_processes
+    if args.process_id is not None:
+        kwargs["process_id"] = args.process_id
+    try:
+        jax.distributed.initialize(**kwargs)
+    except Exception as err:  # noqa: BLE001 - report the cluster problem in one line
+        raise UsageError(f"jax.distributed.initialize failed: {err}".replace("\n", " ")) from err
+
+
+def _cmd_sweep(args) -> int:
+    from svtjax import sweep
+
+    config = sweep.load_config(args.config)
+    changes = {}
+    if args.trials is not None:
+        if args.trials < 1:
+            raise UsageError(f"--trials must be >= 1; got {args.trials}")
+        changes["trials"] = args.trials
+    if args.seed is not None:
+        changes["seed"] = args.seed
+    if changes:
+        config = sweep.load_config(config.replace(**changes).raw)
+    if config.dtype == "float64":
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+    _init_distributed(args)
+    import jax
+
+    out = args.out or _default_out(config.name)
+    log = (lambda msg: print(msg, file=sys.stderr, flush=True)) if args.json else \
+        (lambda msg: print(msg, flush=True))
+    if not args.json and jax.process_index() == 0:
+        npts = len(sweep.expand(config))
+        print(f"svtjax sweep {config.name}: {npts} points x {config.trials} trials on "
+              f"{len(jax.local_devices())} device(s) x {jax.process_count()} process(es) -> "
+              f"{out}", flush=True)
+    result = sweep.run(config, out, resume=not args.no_resume, progress=args.progress, log=log,
+                       num_devices=args.num_devices)
+    if jax.process_index() != 0:
+        if not args.json:
+            print(f"process {jax.process_index()}: computed {result.computed} point(s); "
+                  "process 0 writes the results")
+        return 0
+    files = list(result.files)
+    plot_error = None
+    if args.plot:
+        columns = sweep.param_columns(sweep.expand(config))
+        x = args.x or config.plot.get("x") or ("epsilon" if "epsilon" in columns else columns[0])
+        y = args.y or config.plot.get("y", config.metrics[0])
+        try:
+            from svtjax import plot
+
+            path = os.path.join(out, f"{y}_vs_{x}.png")
+            plot.utility_curves(result.rows, path, x=x, y=y, title=f"{config.name}: {y} vs {x}")
+            files.append(path)
+        except ImportError as err:
+            plot_error = f"no plot: {err} (pip install 'svtjax[plot]')"
+        except ValueError as err:  # the results are written; only the plot is missing
+            plot_error = f"no plot: {err}"
+    if args.json:
+        print(json.dumps({"out": out, "files": files, "computed": result.computed,
+                          "reused": result.reused, "compiles": result.compiles,
+                          "seconds": result.seconds, "rows": result.rows}, indent=2))
+    else:
+        print(sweep.format_table(result.rows))
+        print(f"{result.computed} point(s) computed, {result.reused} reused from {out}/points; "
+              f"{result.seconds:.1f} s. Intervals are 95% (Student t).")
+        print("wrote " + ", ".join(files))
+    if plot_error:
+        print(f"svtjax sweep: {plot_error}", file=sys.stderr)
+    return 0
+
+
+def _cmd_reproduce(args, extra: list[str]) -> int:
+    from svtjax import experiments
+
+    names = experiments.names() if args.name == "all" else [args.name]
+    if args.name != "all" and args.name not in experiments.EXPERIMENTS:
+        raise UsageError(f"unknown experiment {args.name!r}; known experiments: "
+                         f"{', '.join(experiments.names())} (or all)")
+    failed = []
+    for name in names:
+        argv = []
+        if args.quick:
+            argv.append("--quick")
+        if args.paper:
+            argv.append("--paper")
+        if args.trials is not None:
+            argv += ["--trials", str(args.trials)]
+        if args.out is not None:
+            argv += ["--out", os.path.join(args.out, name) if args.name == "all" else args.out]
+        argv += extra
+        try:
+            module = experiments.load(name)
+        except ImportError as err:
+            raise UsageError(f"experiment {name!r} cannot be imported: {err}") from err
+        if len(names) > 1:
+            print(f"== svtjax reproduce {name} {' '.join(argv)}", flush=True)
+        try:
+            code = module.main(argv)
+        except SystemExit as exit_:  # argparse inside the experiment
+            code = exit_.code if isinstance(exit_.code, int) else 2
+        if code:
+            failed.append(name)
+    if failed:
+        if len(names) > 1:
+            print(f"svtjax reproduce: error: failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _cmd_audit(rest: list[str]) -> int:
+    import importlib
+
+    try:
+        audit = importlib.import_module("svtjax.audit")
+    except ModuleNotFoundError as err:
+        if err.name in ("svtjax.audit",):
+            raise UsageError("the audit module (svtjax.audit) is not part of this installation "
+                             "of svtjax") from err
+        raise UsageError(f"svtjax.audit cannot be imported: {err}") from err
+    main = getattr(audit, "main", None)
+    if main is None:
+        raise UsageError("svtjax.audit has no main(argv) entry point")
+    return int(main(rest) or 0)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="svtjax", description="Monte Carlo simulation of the sparse vector technique.")
@@ -216,9 +375,58 @@ def build_parser() -> argparse.ArgumentParser:
                    help="fresh random item order per trial (default: on, as in Lyu'17 Sec. 5)")
     p.add_argument("--json", action="store_true", help="print JSON rows instead of a table")
 
+    p = sub.add_parser(
+        "sweep", help="run a grid of datasets x mechanisms x parameters (svtjax.sweep)",
+        description="Runs every point of a sweep config (a TOML file or a built-in name; "
+                    "svtjax list shows them) and writes results.csv (one row per point x "
+                    "metric: mean, std, se, 95%% interval, trials, seconds), results.parquet "
+                    "(with pyarrow), results.json (config and versions) and a plot. Finished "
+                    "points are kept in OUT/points: rerunning resumes. Multi-host: one process "
+                    "per host with --distributed (SLURM is detected) or --coordinator.")
+    p.add_argument("config", nargs="?", default="default",
+                   help="TOML file or built-in config name (default: default)")
+    p.add_argument("--out", "-o", help="output directory (default: results/sweeps/NAME)")
+    p.add_argument("--trials", "-n", type=int, help="override the config's trials per point")
+    p.add_argument("--seed", type=int, help="override the config's sweep seed")
+    p.add_argument("--no-resume", action="store_true",
+                   help="recompute every point even if OUT/points has it")
+    p.add_argument("--plot", action=argparse.BooleanOptionalAction, default=True,
+                   help="draw the utility curves (default: on)")
+    p.add_argument("--x", help="plot: x-axis parameter (default: config's [plot] x, or epsilon)")
+    p.add_argument("--y", help="plot: metric (default: config's [plot] y, or the first metric)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress bar (default: when stderr is a terminal; else log lines)")
+    p.add_argument("--num-devices", type=int,
+                   help="shard trials over this many local devices (default: all)")
+    p.add_argument("--distributed", action="store_true",
+                   help="call jax.distributed.initialize() (cluster settings auto-detected, "
+                        "e.g. under SLURM) and split the points over the processes")
+    p.add_argument("--coordinator", help="host:port of process 0 (implies --distributed)")
+    p.add_argument("--num-processes", type=int, help="with --coordinator: number of processes")
+    p.add_argument("--process-id", type=int, help="with --coordinator: this process's index")
+    p.add_argument("--json", action="store_true", help="print a JSON summary with the rows")
+
+    p = sub.add_parser(
+        "reproduce", help="reproduce a paper's tables and figures (NAME or all)",
+        description="Runs an experiment of svtjax.experiments (svtjax list shows them); "
+                    "other options are passed to the experiment (see "
+                    "svtjax reproduce NAME -- --help).")
+    p.add_argument("name", help="experiment name, or all")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true", help="a small grid that runs in seconds")
+    mode.add_argument("--paper", action="store_true", help="the paper's full grid")
+    p.add_argument("--trials", type=int, help="trials (runs) per cell")
+    p.add_argument("--out", help="output directory (with all: one subdirectory per experiment)")
+
+    sub.add_parser("audit", help="empirical privacy audits (options: svtjax audit --help)",
+                   add_help=False)
     sub.add_parser("bench", help="run the benchmark suite (options: svtjax bench --help)",
                    add_help=False)
     return parser
+
+
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split())
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -231,20 +439,28 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         except OSError as err:  # an unwritable cache only costs compile time
             print(f"svtjax: compilation cache disabled ({err})", file=sys.stderr)
     parser = build_parser()
-    if argv and argv[0] == "bench":
+    if argv and argv[0] in ("bench", "audit"):
         try:
-            return _cmd_bench(None, argv[1:])
+            if argv[0] == "bench":
+                return _cmd_bench(None, argv[1:])
+            return _cmd_audit(argv[1:])
         except (UsageError, ValueError, TypeError) as err:
-            print(f"svtjax bench: error: {err}", file=sys.stderr)
+            print(f"svtjax {argv[0]}: error: {_one_line(err)}", file=sys.stderr)
             return 2
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command != "reproduce":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         if args.command == "list":
             return _cmd_list(args)
         if args.command == "simulate":
             return _cmd_simulate(args)
-    except (UsageError, ValueError, TypeError) as err:
-        print(f"svtjax {args.command}: error: {err}", file=sys.stderr)
+        if args.command == "sweep":
+            return _cmd_sweep(args)
+        if args.command == "reproduce":
+            return _cmd_reproduce(args, extra)
+    except (UsageError, ValueError, TypeError, LookupError) as err:
+        print(f"svtjax {args.command}: error: {_one_line(err)}", file=sys.stderr)
         return 2
     parser.error(f"unknown command {args.command!r}")
     return 2

@@ -1,17 +1,40 @@
 """The ``svtjax`` console entry point, run as a subprocess as a user would."""
 
 import json
+import os
+import pathlib
 import shutil
 import subprocess
 import sys
+import types
 
 import pytest
 
+from svtjax import cli
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 EXE = [shutil.which("svtjax")] if shutil.which("svtjax") else [sys.executable, "-m", "svtjax.cli"]
+ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+
+TINY = """
+[sweep]
+name = "tiny"
+trials = 40
+datasets = [{ name = "zipf", n = 120 }]
+metrics = ["f1", "ser"]
+shuffle = false
+[grid]
+epsilon = [0.5, 2.0]
+c = [4]
+[[mechanisms]]
+name = "svt-s"
+monotonic = true
+"""
 
 
-def _run(*args, timeout=600):
-    return subprocess.run(EXE + list(args), capture_output=True, text=True, timeout=timeout)
+def _run(*args, timeout=600, cwd=None):
+    return subprocess.run(EXE + list(args), capture_output=True, text=True, timeout=timeout,
+                          env=ENV, cwd=cwd)
 
 
 def test_list_json_names_every_mechanism():
@@ -22,6 +45,8 @@ def test_list_json_names_every_mechanism():
     data = json.loads(res.stdout)
     assert set(data["mechanisms"]) == set(svtjax.names())
     assert "zipf" in data["datasets"]
+    assert "lyu2017" in data["experiments"] and "default" in data["sweep_configs"]
+    assert {"f1", "ser", "picks"} <= set(data["metrics"])
 
 
 def test_simulate_json_rows():
@@ -46,3 +71,85 @@ def test_bad_input_exits_nonzero_with_one_line(args, needle):
     assert res.returncode == 2
     assert needle in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1, res.stderr
+
+
+def test_sweep_writes_results_table_and_plot(tmp_path):
+    cfg = tmp_path / "tiny.toml"
+    cfg.write_text(TINY)
+    res = _run("sweep", str(cfg), "--out", str(tmp_path / "out"), "--json")
+    assert res.returncode == 0, res.stderr
+    data = json.loads(res.stdout)
+    assert data["computed"] == 2 and len(data["rows"]) == 4
+    names = {pathlib.Path(f).name for f in data["files"]}
+    assert {"results.csv", "results.json", "f1_vs_epsilon.png"} <= names
+    again = _run("sweep", str(cfg), "--out", str(tmp_path / "out"), "--no-plot")
+    assert again.returncode == 0, again.stderr
+    assert "0 point(s) computed, 2 reused" in again.stdout and "svt-s" in again.stdout
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("[sweep\n", "invalid TOML"),
+    (TINY.replace('name = "svt-s"', 'name = "nope"'), "unknown mechanism 'nope'"),
+    (TINY.replace("monotonic = true", "monotonc = true"), "does not take parameter 'monotonc'"),
+    (None, "no such sweep config"),
+], ids=["invalid-toml", "unknown-mechanism", "unknown-parameter", "missing-file"])
+def test_sweep_bad_config_exits_nonzero_with_one_line(tmp_path, text, needle):
+    cfg = tmp_path / "bad.toml"
+    if text is not None:
+        cfg.write_text(text)
+    res = _run("sweep", str(cfg), "--out", str(tmp_path / "out"))
+    assert res.returncode == 2
+    assert needle in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1, res.stderr
+
+
+def test_reproduce_dispatches_through_the_registry():
+    res = _run("reproduce", "lyu2017", "--", "--help")
+    assert res.returncode == 0, res.stderr
+    assert "--quick" in res.stdout and "Table 3" in res.stdout
+    res = _run("reproduce", "nope")
+    assert res.returncode == 2 and "unknown experiment 'nope'" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1, res.stderr
+
+
+def test_reproduce_all_passes_options_to_every_experiment(monkeypatch, tmp_path, capsys):
+    from svtjax import experiments
+
+    calls = []
+    for name, code in (("fake_a", 0), ("fake_b", 3)):
+        module = types.ModuleType(f"fake_experiments.{name}")
+        module.main = lambda argv, name=name, code=code: calls.append((name, argv)) or code
+        monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setattr(experiments, "EXPERIMENTS", {
+        "fake_a": "fake_experiments.fake_a", "fake_b": "fake_experiments.fake_b"})
+    assert cli.main(["reproduce", "fake_a", "--quick", "--trials", "7", "--out", "d",
+                     "--datasets", "zipf"]) == 0
+    assert calls == [("fake_a", ["--quick", "--trials", "7", "--out", "d", "--datasets",
+                                 "zipf"])]
+    calls.clear()
+    assert cli.main(["reproduce", "all", "--paper", "--out", str(tmp_path)]) == 1
+    assert calls == [("fake_a", ["--paper", "--out", str(tmp_path / "fake_a")]),
+                     ("fake_b", ["--paper", "--out", str(tmp_path / "fake_b")])]
+    assert "failed: fake_b" in capsys.readouterr().err
+
+
+def test_audit_without_the_module_fails_with_one_line(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "svtjax.audit", None)  # import fails as if absent
+    assert cli.main(["audit", "--help"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "svtjax.audit" in err
+
+
+def test_audit_and_bench_help_through_the_console_script():
+    res = _run("audit", "--help")
+    assert res.returncode == 0 or "svtjax.audit" in res.stderr, res.stderr
+    res = _run("bench", "--help")
+    assert res.returncode == 0, res.stderr
+    assert "usage" in res.stdout.lower()
+
+
+def test_help_lists_every_subcommand():
+    res = _run("--help")
+    assert res.returncode == 0
+    for command in ("list", "simulate", "sweep", "reproduce", "audit", "bench"):
+        assert command in res.stdout

@@ -1,4 +1,5 @@
-"""svtjax/experiments/lyu2017.py (Lyu'17 Figure 3 / Table 3): a tiny run, and a fetched-dataset fixture."""
+"""svtjax/experiments/lyu2017.py (Lyu'17 Figure 3 / Table 3): a tiny run, and a fetched-dataset
+fixture."""
 
 import csv
 import dataclasses
@@ -6,9 +7,9 @@ import os
 
 import pytest
 
-from svtjax.experiments import lyu2017
 from svtjax import datasets
 from svtjax.datasets import _registry
+from svtjax.experiments import lyu2017
 
 FAST = ("SVT-DPBook", "SVT-S-1:c^(2/3)", "EM")
 

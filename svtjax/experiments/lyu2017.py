@@ -20,6 +20,10 @@ as missing until ``svtjax.datasets.fetch(name)`` has put them in the cache, afte
 script runs them and prints the paper's Table 3 beside ours. Offline, it runs zipf, retail,
 T40I10D100K and BMS-WebView-1 (no paper values; the check there is the paper's stated ranking).
 
+Runs on the sweep engine (``svtjax.sweep``): one sweep per dataset, one compilation per method
+structure, every cell seeded from ``--seed`` and the cell; finished cells are kept in
+``<out>/sweep/<dataset>/`` (with the engine's tidy ``results.csv``), so a rerun resumes.
+
 Outputs (``--out``, default ``results/lyu2017/``): ``ser.csv`` (one row per dataset, ε, c,
 method), ``fig3_<dataset>_eps<ε>.png`` (SER against c, one line per method, as Figure 3),
 ``table3.md`` (paper's Table 3 beside ours with the difference in units of the paper's standard
@@ -37,14 +41,12 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
-import functools
 import math
 import os
 import re
 import sys
 import time
 from typing import Any, Optional, Sequence
-
 
 # The methods, in the paper's column order: label -> (registry name, parameters).
 METHODS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -150,30 +152,6 @@ QUICK = dict(datasets=("zipf", "retail"), cs=(25, 50), epsilons=(0.5,), trials=2
 # ---------------------------------------------------------------------------------------------
 # Simulation
 # ---------------------------------------------------------------------------------------------
-def _ser_sums(k, scores, c, out):
-    """Per-trial SER and its square; ``k`` (static) bounds the picks, ``c`` is traced."""
-    import svtjax
-    from svtjax import metrics
-
-    picks = svtjax.selected(out, k)  # only the first c distinct picks count (metrics docs)
-    ser = metrics.evaluate(picks, scores, c)["ser"]
-    return ser, ser * ser
-
-
-@functools.lru_cache(maxsize=None)
-def _ser_sums_for(k: int):
-    return functools.partial(_ser_sums, k)
-
-
-def _reducer(scores, c: int, k: int):
-    import jax
-    import jax.numpy as jnp
-
-    # One compiled chunk per (mechanism structure, n, k): c and the scores are traced.
-    return jax.tree_util.Partial(_ser_sums_for(int(k)), jnp.asarray(scores),
-                                 jnp.asarray(c, jnp.int32))
-
-
 def load_available(names: Sequence[str], cache_dir: Optional[str] = None):
     """(datasets loaded, {name: reason it is missing})."""
     from svtjax import datasets
@@ -191,45 +169,56 @@ def load_available(names: Sequence[str], cache_dir: Optional[str] = None):
     return loaded, missing
 
 
-def run(config: Config, log=print) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """Runs every (dataset, ε, c, method) cell; returns (rows, missing datasets)."""
-    import jax
+def sweep_config(config: Config, name: str, cs: Sequence[int],
+                 dataset_kwargs: Optional[dict] = None) -> dict[str, Any]:
+    """The ``svtjax.sweep`` grid of one dataset: every method x ε x c, SER, shuffled trials."""
+    entry = {"name": name, **(dataset_kwargs or {})}
+    return {
+        "sweep": {"name": f"lyu2017-{name}", "trials": config.trials, "seed": config.seed,
+                  "datasets": [entry], "metrics": ["ser"], "shuffle": True, "threshold": "lyu"},
+        "grid": {"epsilon": [float(e) for e in config.epsilons], "c": [int(c) for c in cs]},
+        "mechanisms": [{"name": METHODS[m][0], "label": m, **METHODS[m][1]}
+                       for m in config.methods],
+    }
 
-    import svtjax
-    from svtjax import datasets
+
+def run(config: Config, log=print) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """Runs every (dataset, ε, c, method) cell; returns (rows, missing datasets).
+
+    Each dataset is one ``svtjax.sweep`` (one compilation per method structure, a seed per
+    cell derived from ``config.seed`` and the cell); finished cells are kept under
+    ``<out>/sweep/<dataset>/points``, so an interrupted reproduction resumes where it stopped.
+    """
+    from svtjax import datasets, sweep
 
     loaded, missing = load_available(config.datasets, config.cache_dir)
     for name, why in missing.items():
         log(f"[lyu2017] {name}: MISSING ({why})")
+    order = {m: i for i, m in enumerate(config.methods)}
     rows = []
     for name, data in loaded.items():
-        scores = data.scores
-        n = len(scores)
-        cs = [c for c in config.cs if c < n]
-        k = max(cs) if cs else 1
+        cs = [c for c in config.cs if c < len(data.scores)]
+        if not cs:
+            continue
+        kwargs = {}
+        if config.cache_dir is not None and name in datasets._registry.SPECS:
+            kwargs["cache_dir"] = config.cache_dir
         start_ds = time.perf_counter()
-        for c in cs:
-            threshold = datasets.lyu_threshold(scores, c)
-            reduce = _reducer(scores, c, k)
-            for eps in config.epsilons:
-                for label in config.methods:
-                    mech_name, params = METHODS[label]
-                    mech = svtjax.get(mech_name, epsilon=eps, c=c, **params)
-                    t0 = time.perf_counter()
-                    s1, s2 = jax.block_until_ready(svtjax.simulate(
-                        mech, scores, threshold, trials=config.trials, seed=config.seed,
-                        shuffle=True, reduce=reduce))
-                    t = config.trials
-                    mean = float(s1) / t
-                    var = max(float(s2) / t - mean * mean, 0.0) * t / max(t - 1, 1)
-                    rows.append({"dataset": name, "epsilon": eps, "c": c, "method": label,
-                                 "ser_mean": mean, "ser_std": math.sqrt(var), "trials": t,
-                                 "threshold": float(threshold),
-                                 "seconds": time.perf_counter() - t0})
+        result = sweep.run(sweep_config(config, name, cs, kwargs),
+                           os.path.join(config.out, "sweep", name),
+                           log=log if config.verbose else (lambda msg: None))
+        for r in result.rows:
+            std = r["std"] if math.isfinite(r["std"]) else 0.0  # one run: no spread
+            rows.append({"dataset": name, "epsilon": r["epsilon"], "c": r["c"],
+                         "method": r["label"], "ser_mean": r["mean"], "ser_std": std,
+                         "trials": r["trials"], "threshold": float(r["threshold"]),
+                         "seconds": r["seconds"]})
         if config.verbose:
             log(f"[lyu2017] {name}: {len(cs)} c x {len(config.epsilons)} eps x "
                 f"{len(config.methods)} methods, {config.trials} runs each, "
-                f"{time.perf_counter() - start_ds:.1f}s")
+                f"{time.perf_counter() - start_ds:.1f}s ({result.reused} cells reused)")
+    rows.sort(key=lambda r: (list(loaded).index(r["dataset"]), r["c"], r["epsilon"],
+                             order[r["method"]]))
     return rows, missing
 
 

@@ -1,0 +1,1033 @@
+"""Sweeps: datasets × mechanisms × parameter values × trials × metrics, one compile per structure.
+
+A sweep is described by a TOML file or an equivalent dict (:func:`load_config`)::
+
+    [sweep]
+    name = "example"
+    seed = 0                      # the sweep seed; every point's seed derives from it
+    trials = 1000                 # trials per grid point
+    datasets = ["zipf", { name = "zipf", n = 1000 }]   # svtjax.datasets.load(name, **kwargs)
+    metrics = ["f1", "precision", "ser", "ncr"]        # svtjax.metrics.METRICS, picks,
+                                                       # evaluated, cost
+    shuffle = true                # a fresh random item order per trial (Lyu'17 Sec. 5)
+    threshold = "lyu"             # mean of the c-th and (c+1)-th scores, or a number
+    memory_budget_mb = 256        # working memory of one compiled chunk
+    dtype = "float32"             # or "float64"
+    points_per_batch = "auto"     # points vmapped together in one call (see below)
+
+    [grid]                        # axes shared by every mechanism that takes the parameter
+    epsilon = [0.1, 0.5, 1.0]
+    c = [25, 50]                  # the top-c size: a mechanism's c (or k), and the metrics' c
+
+    [[mechanisms]]
+    name = "svt-s"                # registry name (svtjax.names())
+    label = "SVT-S 1:c^(2/3)"     # optional; the legend and the `label` column
+    monotonic = true              # a fixed parameter ...
+    allocation = ["1:1", "1:c^(2/3)"]   # ... or a list: one more axis for this mechanism
+
+    [[mechanisms]]
+    name = "dpbook"
+
+    [plot]                        # optional: what `svtjax sweep` draws
+    x = "epsilon"
+    y = "f1"
+
+A *point* is one (dataset, mechanism, parameter values). Points whose mechanisms share a pytree
+structure (same class and static fields: noise family, flags, ``max_passes``), dataset and leaf
+shapes form a *group*: the group runs through one jitted function ``vmap``-ed over a stacked
+batch of ``points_per_batch`` mechanisms (numeric parameters such as ε and c are traced leaves),
+so a group compiles once whatever its size. SVT kernels stop early, and a vmapped batch runs
+until its slowest point halts: on a 2-core CPU a batch of 10 ε values took 3-7x the time of
+the same points one at a time, on an H200 0.64x, so ``points_per_batch = "auto"`` (the
+default) is 1 on a CPU and 10 on an accelerator (:data:`AUTO_POINTS_PER_BATCH`). Trials are
+chunked so that (points per batch) × (trials per chunk) fits the memory budget; per-trial metric
+values come back to the host per chunk and are merged there in fixed blocks of
+:data:`BLOCK_TRIALS` trials, so the numbers never depend on the chunk size, the number of
+devices or processes, or on which other points are in the sweep (vmapping several points may
+change the last bit of a float sum inside a metric).
+
+Seeds: point ``p`` runs trial ``t`` with ``fold_in(key(point_seed(p)), t)``, where
+``point_seed`` is a hash of the sweep seed, the dataset and the mechanism with its parameters,
+so that adding or removing a point never changes another point's numbers, and the numbers of a
+point equal ``svtjax.simulate(mech, scores, T, trials=..., seed=point_seed(p))`` reduced by the
+same metrics.
+
+Output (``out`` directory): ``results.csv`` (tidy: one row per point × metric with mean, std,
+standard error, 95% interval, trials, seconds), ``results.parquet`` when pyarrow is installed,
+``results.json`` (the full config, package versions, devices, timing) and ``points/`` (one JSON
+per finished point, named by a content hash of the point and the code version: rerunning an
+interrupted sweep recomputes only the missing points).
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import dataclasses
+import functools
+import hashlib
+import importlib.resources
+import itertools
+import json
+import math
+import os
+import pathlib
+import platform
+import sys
+import time
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+__all__ = [
+    "BLOCK_TRIALS",
+    "EXTRA_METRICS",
+    "Point",
+    "SweepConfig",
+    "SweepConfigError",
+    "SweepResult",
+    "builtin_configs",
+    "expand",
+    "load_config",
+    "metric_names",
+    "read_results",
+    "run",
+]
+
+BLOCK_TRIALS = 256
+"""Trials per host-side merge block: per-trial values are summed in blocks of this many trials
+(in trial order) and the blocks merged in order, so results do not depend on the chunking."""
+
+EXTRA_METRICS = {
+    "picks": "number of items selected (⊤ answers counted by the metrics, at most c)",
+    "evaluated": "fraction of the stream evaluated before halting",
+    "cost": "privacy budget charged per trial (sum of Outcome.cost)",
+}
+
+_SWEEP_KEYS = {"name", "seed", "trials", "datasets", "metrics", "shuffle", "threshold",
+               "memory_budget_mb", "dtype", "description", "points_per_batch"}
+_TOP_KEYS = {"sweep", "grid", "mechanisms", "plot"}
+_CSV_FIXED = ["dataset", "mechanism", "label"]
+_CSV_STATS = ["threshold", "metric", "mean", "std", "se", "ci_low", "ci_high", "trials",
+              "seconds", "seed", "point_id"]
+
+
+class SweepConfigError(ValueError):
+    """A sweep description that cannot be run; the message names the offending entry."""
+
+
+def metric_names() -> list[str]:
+    """Every metric a sweep can report: ``svtjax.metrics.METRICS`` and :data:`EXTRA_METRICS`."""
+    from svtjax import metrics
+
+    return list(metrics.METRICS) + list(EXTRA_METRICS)
+
+
+# -- configuration -----------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class SweepConfig:
+    """A validated sweep description (see the module docstring for the TOML form).
+
+    Attributes:
+      name: sweep name (output directory default, plot titles).
+      datasets: list of ``(dataset id, load name, load kwargs)``.
+      mechanisms: list of mechanism tables (``name``, optional ``label``, parameters; list
+        values are axes).
+      grid: axes shared by every mechanism that takes the parameter (``c`` by every one).
+      trials, seed, metrics, shuffle, threshold, memory_budget_mb, dtype: see the module
+        docstring.
+      plot: plot settings (``x``, ``y``).
+      raw: the config as given (a dict), recorded in the sidecar JSON.
+    """
+
+    name: str
+    datasets: tuple
+    mechanisms: tuple
+    grid: dict
+    trials: int
+    seed: int = 0
+    metrics: tuple = ("f1", "precision", "recall", "ser", "ncr")
+    shuffle: bool = True
+    threshold: Any = "lyu"
+    memory_budget_mb: float = 256.0
+    dtype: str = "float32"
+    points_per_batch: Any = "auto"
+    plot: dict = dataclasses.field(default_factory=dict)
+    raw: dict = dataclasses.field(default_factory=dict)
+
+    def replace(self, **changes) -> "SweepConfig":
+        raw = copy.deepcopy(self.raw)
+        for k, v in changes.items():
+            if k in _SWEEP_KEYS:
+                raw.setdefault("sweep", {})[k] = v
+        return dataclasses.replace(self, raw=raw, **changes)
+
+
+def builtin_configs() -> dict[str, pathlib.Path]:
+    """Built-in sweep configs shipped with the package: name -> path (``default`` among them)."""
+    root = importlib.resources.files("svtjax") / "configs"
+    return {p.name[:-5]: pathlib.Path(str(p)) for p in root.iterdir() if p.name.endswith(".toml")}
+
+
+def _read_toml(path: pathlib.Path) -> dict:
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        try:
+            import tomli as tomllib  # type: ignore[no-redef]
+        except ImportError as err:
+            raise SweepConfigError("reading TOML needs Python >= 3.11 or the tomli package "
+                                   "(pip install tomli)") from err
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError as err:
+        raise SweepConfigError(f"no such sweep config {str(path)!r}; give a TOML file or one of "
+                               f"the built-in configs: {', '.join(sorted(builtin_configs()))}"
+                               ) from err
+    except tomllib.TOMLDecodeError as err:
+        raise SweepConfigError(f"{path}: invalid TOML ({err})") from err
+
+
+def load_config(source: Any) -> SweepConfig:
+    """A :class:`SweepConfig` from a TOML path, a built-in config name, or a dict.
+
+    Raises:
+      SweepConfigError: a missing or invalid file, an unknown key, mechanism, parameter,
+        dataset or metric, or a value out of range; the message names it.
+    """
+    if isinstance(source, SweepConfig):
+        return source
+    if isinstance(source, dict):
+        raw = copy.deepcopy(source)
+    else:
+        text = str(source)
+        builtin = builtin_configs()
+        if text in builtin and not os.path.exists(text):
+            path = builtin[text]
+        else:
+            path = pathlib.Path(text)
+        raw = _read_toml(path)
+    return _validate_config(raw)
+
+
+def _fail(msg: str) -> SweepConfigError:
+    return SweepConfigError(msg)
+
+
+def _validate_config(raw: dict) -> SweepConfig:
+    import svtjax
+    from svtjax import datasets as ds
+
+    unknown = sorted(set(raw) - _TOP_KEYS)
+    if unknown:
+        raise _fail(f"unknown top-level table(s) {unknown}; valid: {sorted(_TOP_KEYS)}")
+    sweep = dict(raw.get("sweep", {}))
+    bad = sorted(set(sweep) - _SWEEP_KEYS)
+    if bad:
+        raise _fail(f"unknown [sweep] key(s) {bad}; valid: {sorted(_SWEEP_KEYS)}")
+    name = str(sweep.get("name", "sweep"))
+    trials = sweep.get("trials", 1000)
+    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
+        raise _fail(f"[sweep] trials must be an integer >= 1; got {trials!r}")
+    seed = sweep.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise _fail(f"[sweep] seed must be an integer >= 0; got {seed!r}")
+    shuffle = sweep.get("shuffle", True)
+    if not isinstance(shuffle, bool):
+        raise _fail(f"[sweep] shuffle must be true or false; got {shuffle!r}")
+    threshold = sweep.get("threshold", "lyu")
+    if not (threshold == "lyu" or (isinstance(threshold, (int, float))
+                                   and not isinstance(threshold, bool)
+                                   and math.isfinite(threshold))):
+        raise _fail(f"[sweep] threshold must be \"lyu\" or a finite number; got {threshold!r}")
+    budget = sweep.get("memory_budget_mb", 256)
+    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not budget > 0:
+        raise _fail(f"[sweep] memory_budget_mb must be a positive number; got {budget!r}")
+    dtype = sweep.get("dtype", "float32")
+    if dtype not in ("float32", "float64"):
+        raise _fail(f"[sweep] dtype must be \"float32\" or \"float64\"; got {dtype!r}")
+    ppb = sweep.get("points_per_batch", "auto")
+    if ppb != "auto" and (isinstance(ppb, bool) or not isinstance(ppb, int) or ppb < 1):
+        raise _fail(f"[sweep] points_per_batch must be \"auto\" or an integer >= 1; got "
+                    f"{ppb!r}")
+    metric_list = sweep.get("metrics", list(SweepConfig.metrics))
+    if isinstance(metric_list, str):
+        metric_list = [metric_list]
+    valid_metrics = metric_names()
+    for m in metric_list:
+        if m not in valid_metrics:
+            raise _fail(f"unknown metric {m!r}; valid metrics: {', '.join(valid_metrics)}")
+    if not metric_list:
+        raise _fail("[sweep] metrics must name at least one metric")
+
+    # datasets
+    entries = sweep.get("datasets", ["zipf"])
+    if isinstance(entries, (str, dict)):
+        entries = [entries]
+    datasets, seen = [], set()
+    for entry in entries:
+        if isinstance(entry, str):
+            load_name, kwargs = entry, {}
+        elif isinstance(entry, dict) and isinstance(entry.get("name"), str):
+            kwargs = {k: v for k, v in entry.items() if k != "name"}
+            load_name = entry["name"]
+        else:
+            raise _fail(f"a dataset must be a name or a table with a name; got {entry!r}")
+        if ds._registry.canonical(load_name) not in ds.names():
+            raise _fail(f"unknown dataset {load_name!r}; known datasets: {', '.join(ds.names())}")
+        ident = load_name + ("[" + ",".join(f"{k}={v}" for k, v in sorted(kwargs.items())) + "]"
+                             if kwargs else "")
+        if ident in seen:
+            raise _fail(f"dataset {ident!r} is listed twice")
+        seen.add(ident)
+        datasets.append((ident, load_name, kwargs))
+    if not datasets:
+        raise _fail("[sweep] datasets must name at least one dataset")
+
+    # grid
+    grid = {}
+    for k, v in dict(raw.get("grid", {})).items():
+        values = v if isinstance(v, list) else [v]
+        if not values:
+            raise _fail(f"[grid] {k} is an empty list")
+        grid[k] = values
+    grid.setdefault("c", [50])
+    for c in grid["c"]:
+        if isinstance(c, bool) or not isinstance(c, int) or c < 1:
+            raise _fail(f"[grid] c must hold integers >= 1; got {c!r}")
+
+    # mechanisms
+    mechs = raw.get("mechanisms")
+    if not isinstance(mechs, list) or not mechs:
+        raise _fail("the config needs at least one [[mechanisms]] table with a name")
+    known = svtjax.names()
+    tables, labels = [], set()
+    for table in mechs:
+        if not isinstance(table, dict) or not isinstance(table.get("name"), str):
+            raise _fail(f"every [[mechanisms]] table needs a name; got {table!r}")
+        mname = table["name"]
+        if mname not in known:
+            raise _fail(f"unknown mechanism {mname!r}; registered mechanisms are: "
+                        f"{', '.join(known)}")
+        params = svtjax.mechanisms.parameters(mname)
+        for key in table:
+            if key in ("name", "label"):
+                continue
+            if key not in params:
+                raise _fail(f"{mname} does not take parameter {key!r}; valid parameters are: "
+                            f"{', '.join(params)}")
+        label = str(table.get("label") or _default_label(table))
+        if label in labels:
+            raise _fail(f"two [[mechanisms]] tables share the label {label!r}; give each a "
+                        "distinct label")
+        labels.add(label)
+        tables.append({**table, "label": label})
+    for axis in grid:
+        if axis == "c":
+            continue
+        if not any(axis in svtjax.mechanisms.parameters(t["name"]) for t in tables):
+            raise _fail(f"[grid] axis {axis!r} is not a parameter of any mechanism in the sweep")
+
+    plot = dict(raw.get("plot", {}))
+    config = SweepConfig(name=name, datasets=tuple(datasets), mechanisms=tuple(tables),
+                         grid=grid, trials=trials, seed=seed, metrics=tuple(metric_list),
+                         shuffle=shuffle, threshold=threshold, memory_budget_mb=float(budget),
+                         dtype=dtype, points_per_batch=ppb, plot=plot, raw=raw)
+    expand(config)  # builds every mechanism: bad parameter values fail here, before compiling
+    return config
+
+
+def _default_label(table: dict) -> str:
+    extra = ",".join(f"{k}={v}" for k, v in table.items()
+                     if k not in ("name", "label") and not isinstance(v, list))
+    return f"{table['name']}[{extra}]" if extra else table["name"]
+
+
+# -- points ------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+    """One grid point: a dataset, a mechanism with its parameters, and the top-c size."""
+
+    dataset: str
+    mechanism: str
+    label: str
+    params: tuple  # sorted ((name, value), ...), what svtjax.get receives
+    c: int
+    axes: tuple  # sorted ((name, value), ...): the swept values, for the results' columns
+
+    def describe(self, config: SweepConfig) -> dict:
+        """Everything that determines this point's random numbers (not trials or metrics)."""
+        return {"sweep_seed": config.seed, "dataset": self.dataset, "mechanism": self.mechanism,
+                "params": [[k, _jsonable(v)] for k, v in self.params], "c": self.c,
+                "threshold": config.threshold, "shuffle": config.shuffle, "dtype": config.dtype}
+
+    def seed(self, config: SweepConfig) -> int:
+        """The point's seed: a hash of :meth:`describe` (31 bits)."""
+        text = json.dumps(self.describe(config), sort_keys=True)
+        return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little") & 0x7FFFFFFF
+
+    def point_id(self, config: SweepConfig) -> str:
+        """Content hash of the point, what it computes (trials, metrics) and the code version."""
+        text = json.dumps({**self.describe(config), "trials": config.trials,
+                           "metrics": sorted(config.metrics), "code": code_version()},
+                          sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+    def build(self):
+        import svtjax
+
+        return svtjax.get(self.mechanism, **dict(self.params))
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, (bool, int, float, str)) or v is None:
+        return v
+    return repr(v)
+
+
+def _hashable(v: Any) -> Any:
+    return tuple(_hashable(x) for x in v) if isinstance(v, list) else v
+
+
+def expand(config: SweepConfig) -> list[Point]:
+    """Every grid point of ``config``, in a fixed order (dataset, mechanism table, axes).
+
+    Raises:
+      SweepConfigError: a parameter value a mechanism rejects (building it fails), or c not
+        smaller than a dataset's number of items.
+    """
+    import svtjax
+
+    points = []
+    for ident, _, _ in config.datasets:
+        for table in config.mechanisms:
+            name = table["name"]
+            accepted = svtjax.mechanisms.parameters(name)
+            fixed = {k: v for k, v in table.items() if k not in ("name", "label")}
+            axes = {k: v for k, v in config.grid.items() if k in accepted or k == "c"}
+            for k, v in fixed.items():
+                axes[k] = v if isinstance(v, list) else [v]
+            keys = list(axes)
+            for values in itertools.product(*(axes[k] for k in keys)):
+                chosen = dict(zip(keys, values))
+                c = int(chosen.pop("c"))
+                params = dict(chosen)
+                if "c" in accepted:
+                    params["c"] = c
+                elif "k" in accepted and "k" not in params:
+                    params["k"] = c
+                params = {k: _hashable(v) for k, v in params.items()}
+                swept = {k: v for k, v in chosen.items()
+                         if len(axes[k]) > 1 or k in config.grid}
+                swept["c"] = c
+                point = Point(ident, name, table["label"], tuple(sorted(params.items())), c,
+                              tuple(sorted(swept.items())))
+                try:
+                    point.build()
+                except (TypeError, ValueError) as err:
+                    raise _fail(f"{table['label']} ({name}) with {params}: {err}") from err
+                points.append(point)
+    return points
+
+
+# -- code version --------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def code_version() -> str:
+    """``svtjax.__version__`` plus a hash of the package sources that determine the numbers."""
+    import svtjax
+
+    root = pathlib.Path(svtjax.__file__).parent
+    h = hashlib.sha256()
+    skip = {"cli.py", "bench.py", "plot.py"}
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith(("experiments/", "audit")) or rel in skip:
+            continue
+        h.update(rel.encode())
+        h.update(path.read_bytes())
+    return f"{svtjax.__version__}+{h.hexdigest()[:12]}"
+
+
+def versions() -> dict[str, str]:
+    """Versions of Python and the packages that produce or read the results."""
+    import jax
+
+    import svtjax
+
+    out = {"python": platform.python_version(), "svtjax": svtjax.__version__,
+           "svtjax_code": code_version(), "jax": jax.__version__}
+    for mod in ("jaxlib", "numpy", "scipy", "matplotlib", "pyarrow", "tqdm"):
+        try:
+            out[mod] = importlib.import_module(mod).__version__
+        except Exception:  # noqa: BLE001 - optional packages
+            pass
+    return out
+
+
+# -- the compiled kernel ---------------------------------------------------------------------------
+
+TRACES: dict[str, int] = {}
+"""Mechanism name -> number of times a group kernel was traced (each trace is one compile)."""
+
+
+def _per_trial(out, scores, c, *, k: int, metrics: tuple):
+    """float[len(metrics), trials]: per-trial metric values of a batch of Outcomes."""
+    import jax.numpy as jnp
+
+    import svtjax
+    from svtjax import metrics as M
+
+    picks = svtjax.selected(out, k)
+    dtype = scores.dtype
+    every = M.evaluate(picks, scores, c) if any(m in M.METRICS for m in metrics) else {}
+    rows = []
+    for m in metrics:
+        if m in M.METRICS:
+            rows.append(every[m].astype(dtype))
+        elif m == "picks":
+            valid = picks >= 0
+            rows.append(jnp.minimum(jnp.sum(valid, axis=-1), c).astype(dtype))
+        elif m == "evaluated":
+            rows.append(jnp.mean(out.answers >= 0, axis=-1).astype(dtype))
+        elif m == "cost":
+            rows.append(jnp.sum(out.cost, axis=-1).astype(dtype))
+    return jnp.stack(rows)
+
+
+def _mesh(num_devices: int):
+    import jax
+    from jax.sharding import Mesh
+
+    return Mesh(np.asarray(jax.local_devices()[:num_devices]), ("trials",))
+
+
+@functools.lru_cache(maxsize=None)
+def _kernel(k: int, metrics: tuple, shuffle: bool, chunk: int, num_devices: int):
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    def group_chunk(mechs, seeds, thresholds, cs, scores, start):
+        name = type(mechs).__name__
+        TRACES[getattr(mechs, "name", name)] = TRACES.get(getattr(mechs, "name", name), 0) + 1
+        idx = start + jnp.arange(chunk)
+        if num_devices > 1:
+            idx = jax.lax.with_sharding_constraint(
+                idx, NamedSharding(_mesh(num_devices), PartitionSpec("trials")))
+
+        def point(mech, seed, thr, c):
+            root = jax.random.key(seed)
+            keys = jax.vmap(lambda t: jax.random.fold_in(root, t))(idx)
+            t = jnp.broadcast_to(thr.astype(scores.dtype), scores.shape)
+            out = mech.run_batch(keys, scores, t, shuffle=shuffle)
+            return _per_trial(out, scores, c, k=k, metrics=metrics)
+
+        return jax.vmap(point)(mechs, seeds, thresholds, cs)
+
+    return jax.jit(group_chunk)
+
+
+# -- host-side statistics -------------------------------------------------------------------------
+
+class _Stats:
+    """Count, mean and sum of squared deviations per (point, metric), merged block by block
+    (Chan et al.'s pairwise update) in trial order: deterministic for a given trial sequence."""
+
+    def __init__(self, shape):
+        self.n = np.zeros(shape)
+        self.mean = np.zeros(shape)
+        self.m2 = np.zeros(shape)
+
+    def add_blocks(self, values: np.ndarray, valid: int) -> None:
+        """``values``: float[..., T] per-trial values, T a multiple of BLOCK_TRIALS except for a
+        last block; only the first ``valid`` trials count."""
+        values = np.asarray(values, np.float64)[..., :valid]
+        for lo in range(0, valid, BLOCK_TRIALS):
+            blk = np.zeros(values.shape[:-1] + (BLOCK_TRIALS,))
+            part = values[..., lo:lo + BLOCK_TRIALS]
+            blk[..., :part.shape[-1]] = part
+            nb = part.shape[-1]
+            mb = np.sum(blk, axis=-1) / nb
+            dev = np.where(np.arange(BLOCK_TRIALS) < nb, blk - mb[..., None], 0.0)
+            m2b = np.sum(dev * dev, axis=-1)
+            n_new = self.n + nb
+            delta = mb - self.mean
+            self.mean = self.mean + delta * (nb / n_new)
+            self.m2 = self.m2 + m2b + delta * delta * (self.n * nb / n_new)
+            self.n = n_new
+
+
+def _summarise(n: float, mean: float, m2: float) -> dict:
+    from scipy import stats
+
+    n = int(n)
+    std = math.sqrt(m2 / (n - 1)) if n > 1 else math.nan
+    se = std / math.sqrt(n) if n > 1 else math.nan
+    q = float(stats.t.ppf(0.975, n - 1)) if n > 1 else math.nan
+    return {"mean": mean, "std": std, "se": se, "ci_low": mean - q * se,
+            "ci_high": mean + q * se, "trials": n}
+
+
+# -- planning --------------------------------------------------------------------------------------
+
+def _bytes_per_trial(mech, n: int, itemsize: int, shuffle: bool, k: int,
+                     num_metrics: int) -> int:
+    from svtjax.simulate import _bytes_per_trial as base
+
+    return base(mech, n, itemsize, shuffle) + 4 * k * 8 + num_metrics * 8
+
+
+def plan(num_points: int, trials: int, per_trial: int, budget_bytes: float,
+         points_per_batch: int = 1) -> tuple[int, int]:
+    """(points per batch, trials per chunk) with points × chunk × per_trial <= budget.
+
+    A chunk is a multiple of ``BLOCK_TRIALS`` (for at most that many trials: the trials rounded
+    up to a multiple of 8, the smallest chunk there is) and the chunks of a point are balanced
+    so that little padding is computed. Points are batched (vmapped) only up to
+    ``points_per_batch`` and only as far as memory allows.
+    """
+    slots = max(1, int(budget_bytes // max(per_trial, 1)))
+    if trials <= BLOCK_TRIALS:
+        chunk = -(-trials // 8) * 8
+    else:
+        largest = max(BLOCK_TRIALS, (slots // BLOCK_TRIALS) * BLOCK_TRIALS)
+        num_chunks = -(-trials // largest)
+        per_chunk = math.ceil(trials / num_chunks)
+        chunk = math.ceil(per_chunk / BLOCK_TRIALS) * BLOCK_TRIALS
+    points = max(1, min(points_per_batch, num_points, slots // chunk))
+    return points, chunk
+
+
+AUTO_POINTS_PER_BATCH = {"cpu": 1}
+"""``points_per_batch = "auto"``: 1 on a CPU, :data:`AUTO_POINTS_PER_BATCH_ACCELERATOR` on a GPU
+or TPU. Measured (``benchmarks/bench_sweep_batching.py``, SVT-S on Zipf top-50, 10 ε values,
+1,000 shuffled trials): vmapping the 10 points took 3.4x-7x the time of one at a time on a busy
+2-core CPU, and 0.64x on an H200."""
+
+AUTO_POINTS_PER_BATCH_ACCELERATOR = 10
+
+
+def _points_per_batch(config: SweepConfig) -> int:
+    import jax
+
+    if config.points_per_batch != "auto":
+        return int(config.points_per_batch)
+    return AUTO_POINTS_PER_BATCH.get(jax.default_backend(), AUTO_POINTS_PER_BATCH_ACCELERATOR)
+
+
+def _devices_for(chunk: int, available: int) -> int:
+    return max(d for d in range(1, available + 1) if chunk % d == 0)
+
+
+# -- running ---------------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class SweepResult:
+    """What :func:`run` did.
+
+    Attributes:
+      rows: the tidy rows (one per point × metric), as written to ``results.csv``.
+      out: the output directory (None when nothing was written).
+      files: paths written.
+      computed: points computed in this call (this process).
+      reused: points read back from an earlier, interrupted or finished, run.
+      compiles: group kernels traced in this call, by mechanism name.
+      seconds: wall time.
+    """
+
+    rows: list
+    out: Optional[str]
+    files: list
+    computed: int
+    reused: int
+    compiles: dict
+    seconds: float
+
+
+class _Progress:
+    def __init__(self, total: int, enabled: Optional[bool], log: Callable[[str], None]):
+        self.total, self.done, self.log = total, 0, log
+        self.start = time.perf_counter()
+        self.bar = None
+        if enabled is None:
+            enabled = sys.stderr.isatty()
+        if enabled and total:
+            try:
+                from tqdm.auto import tqdm
+
+                self.bar = tqdm(total=total, unit="trial", unit_scale=True, desc="sweep",
+                                smoothing=0.1)
+            except ImportError:
+                self.bar = None
+
+    def update(self, amount: int, what: str) -> None:
+        self.done += amount
+        if self.bar is not None:
+            self.bar.set_postfix_str(what, refresh=False)
+            self.bar.update(amount)
+            return
+        elapsed = time.perf_counter() - self.start
+        frac = self.done / self.total if self.total else 1.0
+        eta = elapsed / frac - elapsed if frac > 0 else math.nan
+        self.log(f"[sweep] {100 * frac:5.1f}% ({self.done}/{self.total} point-trials) "
+                 f"{elapsed:.1f}s elapsed, ETA {eta:.0f}s: {what}")
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _group_key(point: Point, mech) -> tuple:
+    import jax
+
+    leaves, treedef = jax.tree_util.tree_flatten(mech)
+    return (point.dataset, treedef, tuple(np.shape(x) for x in leaves))
+
+
+def _threshold(config: SweepConfig, scores: np.ndarray, c: int) -> float:
+    from svtjax import datasets as ds
+
+    if config.threshold == "lyu":
+        return ds.lyu_threshold(scores, c)
+    return float(config.threshold)
+
+
+def _load_datasets(config: SweepConfig) -> dict[str, np.ndarray]:
+    from svtjax import datasets as ds
+
+    out = {}
+    for ident, name, kwargs in config.datasets:
+        try:
+            data = ds.load(name, **kwargs)
+        except ds.DatasetNotAvailableError as err:
+            raise _fail(f"dataset {name!r} is not available: {str(err).splitlines()[0]}") from err
+        except (TypeError, ValueError) as err:
+            raise _fail(f"dataset {ident!r}: {err}") from err
+        out[ident] = np.asarray(data.scores, np.float64)
+    return out
+
+
+def _point_record_path(out: pathlib.Path, pid: str) -> pathlib.Path:
+    return out / "points" / f"{pid}.json"
+
+
+def _write_json(path: pathlib.Path, obj: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=1, sort_keys=True)
+    os.replace(tmp, path)
+
+
+def _read_record(path: pathlib.Path, pid: str) -> Optional[dict]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            rec = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return rec if rec.get("point_id") == pid else None
+
+
+def run(config: Any, out: Optional[str | os.PathLike] = None, *, resume: bool = True,
+        progress: Optional[bool] = None, num_devices: Optional[int] = None,
+        log: Callable[[str], None] = print, process_index: Optional[int] = None,
+        process_count: Optional[int] = None, wait_timeout: float = 3600.0,
+        _stop_after: Optional[int] = None) -> SweepResult:
+    """Runs a sweep; returns the tidy rows and writes them to ``out`` (if given).
+
+    Args:
+      config: a :class:`SweepConfig`, a dict, a TOML path or a built-in config name.
+      out: output directory (``results.csv``, ``results.parquet``, ``results.json``,
+        ``points/``). Without it nothing is written and nothing is resumed.
+      resume: reuse finished points found in ``out/points`` (same content hash).
+      progress: a tqdm bar (default: when stderr is a terminal), else log lines.
+      num_devices: shard each chunk's trials over this many local devices (default: all).
+      log: where progress lines and messages go.
+      process_index, process_count: this process's share of the points (default:
+        ``jax.process_index()`` / ``jax.process_count()``, i.e. one share per process of a
+        ``jax.distributed`` run). Process 0 waits for the others' points (in ``out/points``,
+        which must be on a filesystem every process sees) and writes the results.
+      wait_timeout: seconds process 0 waits for the other processes.
+
+    Returns:
+      A :class:`SweepResult`. In processes other than 0 its ``rows`` are this process's only.
+
+    Raises:
+      SweepConfigError: a bad config (before anything is compiled).
+    """
+    import jax
+    import jax.numpy as jnp
+
+    start_time = time.perf_counter()
+    config = load_config(config)
+    if config.dtype == "float64" and not jax.config.jax_enable_x64:
+        raise _fail("dtype = \"float64\" needs jax_enable_x64 (set JAX_ENABLE_X64=1, or use "
+                    "svtjax sweep, which enables it)")
+    dtype = jnp.float64 if config.dtype == "float64" else jnp.float32
+    pidx = jax.process_index() if process_index is None else int(process_index)
+    pcount = jax.process_count() if process_count is None else int(process_count)
+    available = len(jax.local_devices())
+    if num_devices is None:
+        num_devices = available
+    if not 1 <= num_devices <= available:
+        raise _fail(f"num_devices must be between 1 and the {available} local device(s); got "
+                    f"{num_devices}")
+    outdir = pathlib.Path(out) if out is not None else None
+    if outdir is not None:
+        outdir.mkdir(parents=True, exist_ok=True)
+
+    scores_by = _load_datasets(config)
+    points = expand(config)
+    if pcount > 1 and outdir is None:
+        raise _fail("a sweep split over several processes needs an output directory (out) on "
+                    "a filesystem every process sees")
+    for p in points:
+        n = scores_by[p.dataset].shape[0]
+        if p.c >= n:
+            raise _fail(f"c={p.c} must be smaller than the {n} items of dataset {p.dataset!r}")
+    ids = [p.point_id(config) for p in points]
+    records: dict[str, dict] = {}
+    if outdir is not None and resume:
+        for pid in ids:
+            rec = _read_record(_point_record_path(outdir, pid), pid)
+            if rec is not None:
+                records[pid] = rec
+    reused = len(records)
+
+    # groups of points sharing a compiled kernel; each process takes every pcount-th point
+    groups: dict[tuple, list[int]] = {}
+    mechs = [p.build() for p in points]
+    for i, (p, m) in enumerate(zip(points, mechs)):
+        groups.setdefault(_group_key(p, m), []).append(i)
+    todo = {key: [i for j, i in enumerate(members) if j % pcount == pidx and ids[i] not in records]
+            for key, members in groups.items()}
+    total = sum(len(v) for v in todo.values()) * config.trials
+    bar = _Progress(total, progress, log)
+    computed = 0
+    traces_before = dict(TRACES)
+    budget = config.memory_budget_mb * 2**20
+    try:
+        for key, members in todo.items():
+            if not members:
+                continue
+            scores_np = scores_by[key[0]]
+            scores = jnp.asarray(scores_np, dtype)
+            n = scores.shape[0]
+            group_all = groups[key]
+            k = max(points[i].c for i in group_all)
+            m0 = mechs[members[0]]
+            per_trial = _bytes_per_trial(m0, n, scores.dtype.itemsize, config.shuffle, k,
+                                         len(config.metrics))
+            pb, chunk = plan(len(members), config.trials, per_trial, budget,
+                             _points_per_batch(config))
+            ndev = _devices_for(chunk, num_devices)
+            kernel = _kernel(k, tuple(config.metrics), config.shuffle, chunk, ndev)
+            for b0 in range(0, len(members), pb):
+                batch = members[b0:b0 + pb]
+                padded = batch + [batch[-1]] * (pb - len(batch))
+                stacked = jax.tree_util.tree_map(
+                    lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]),
+                    *[mechs[i] for i in padded])
+                seeds = jnp.asarray([points[i].seed(config) for i in padded], jnp.uint32)
+                thr = jnp.asarray([_threshold(config, scores_np, points[i].c) for i in padded],
+                                  dtype)
+                cs = jnp.asarray([points[i].c for i in padded], jnp.int32)
+                stats = _Stats((pb, len(config.metrics)))
+                t0 = time.perf_counter()
+                for s in range(0, config.trials, chunk):
+                    vals = np.asarray(jax.device_get(kernel(stacked, seeds, thr, cs, scores,
+                                                            jnp.int32(s))))
+                    stats.add_blocks(vals, min(chunk, config.trials - s))
+                    label = points[batch[0]].label
+                    bar.update(len(batch) * min(chunk, config.trials - s),
+                               f"{points[batch[0]].dataset} {label}")
+                seconds = (time.perf_counter() - t0) / len(batch)
+                for j, i in enumerate(batch):
+                    rec = {"point_id": ids[i], "seed": points[i].seed(config),
+                           "threshold": _threshold(config, scores_np, points[i].c),
+                           "seconds": seconds, "process": pidx,
+                           "stats": {m: [float(stats.n[j, q]), float(stats.mean[j, q]),
+                                         float(stats.m2[j, q])]
+                                     for q, m in enumerate(config.metrics)}}
+                    records[ids[i]] = rec
+                    if outdir is not None:
+                        _write_json(_point_record_path(outdir, ids[i]), rec)
+                    computed += 1
+                    if _stop_after is not None and computed >= _stop_after:
+                        raise KeyboardInterrupt("stopped by _stop_after (tests)")
+    finally:
+        bar.close()
+    compiles = {k: v - traces_before.get(k, 0) for k, v in TRACES.items()
+                if v != traces_before.get(k, 0)}
+
+    if pcount > 1 and pidx == 0 and outdir is not None:
+        _wait_for(outdir, points, ids, records, wait_timeout, log)
+    mine = [i for i in range(len(points)) if ids[i] in records]
+    rows = _rows(config, points, ids, records, mine)
+    files: list[str] = []
+    if outdir is not None and pidx == 0:
+        files = _write_outputs(config, rows, outdir, {
+            "points": len(points), "computed": computed, "reused": reused,
+            "processes": pcount, "devices": [str(d) for d in jax.local_devices()[:num_devices]],
+            "compiles": compiles, "seconds": time.perf_counter() - start_time})
+    return SweepResult(rows, None if outdir is None else str(outdir), files, computed, reused,
+                       compiles, time.perf_counter() - start_time)
+
+
+def _wait_for(outdir, points, ids, records, timeout, log) -> None:
+    """Process 0 collects the other processes' finished points from ``outdir/points``."""
+    deadline = time.monotonic() + timeout
+    announced = False
+    while True:
+        for pid in ids:
+            if pid not in records:
+                rec = _read_record(_point_record_path(outdir, pid), pid)
+                if rec is not None:
+                    records[pid] = rec
+        missing = [p for p in ids if p not in records]
+        if not missing:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{len(missing)} point(s) computed by other processes did not "
+                               f"appear in {outdir / 'points'} within {timeout:.0f}s")
+        if not announced:
+            log(f"[sweep] process 0: waiting for {len(missing)} point(s) from other processes")
+            announced = True
+        time.sleep(0.2)
+
+
+def _rows(config, points, ids, records, which) -> list[dict]:
+    columns = param_columns(points)
+    rows = []
+    for i in which:
+        p, rec = points[i], records[ids[i]]
+        axes = dict(p.axes)
+        base = {"dataset": p.dataset, "mechanism": p.mechanism, "label": p.label}
+        for col in columns:
+            v = axes.get(col, dict(p.params).get(col, ""))
+            base[col] = v if not isinstance(v, tuple) else json.dumps(list(v))
+        for m in config.metrics:
+            n, mean, m2 = rec["stats"][m]
+            rows.append({**base, "threshold": rec["threshold"], "metric": m,
+                         **_summarise(n, mean, m2), "seconds": rec["seconds"],
+                         "seed": rec["seed"], "point_id": ids[i]})
+    return rows
+
+
+def param_columns(points: Sequence[Point]) -> list[str]:
+    """Parameter columns of the results: every swept parameter, ``c`` last."""
+    cols: list[str] = []
+    for p in points:
+        for k, _ in p.axes:
+            if k != "c" and k not in cols:
+                cols.append(k)
+    return cols + ["c"]
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return repr(v)
+    return str(v)
+
+
+def _write_outputs(config, rows, outdir: pathlib.Path, info: dict) -> list[str]:
+    fields = list(rows[0]) if rows else _CSV_FIXED + _CSV_STATS
+    csv_path = outdir / "results.csv"
+    tmp = csv_path.with_name(".results.csv.tmp")
+    with open(tmp, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(fields)
+        for r in rows:
+            w.writerow([_fmt(r.get(k, "")) for k in fields])
+    os.replace(tmp, csv_path)
+    files = [str(csv_path)]
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pylist([{k: (str(v) if k not in _NUMERIC else v)
+                                       for k, v in r.items()} for r in rows])
+        pq.write_table(table, outdir / "results.parquet")
+        files.append(str(outdir / "results.parquet"))
+    except ImportError:
+        pass
+    sidecar = {"config": config.raw, "name": config.name, "versions": versions(),
+               "code_version": code_version(), "metrics": list(config.metrics),
+               "metric_definitions": {m: EXTRA_METRICS.get(m, f"svtjax.metrics.{m}")
+                                      for m in config.metrics},
+               "interval": "95% Student-t interval for the mean (mean ± t(0.975, trials-1) se)",
+               "seconds_note": "wall time of a point's batch divided by the points in it, "
+                               "compilation included on a group's first batch",
+               "files": [os.path.basename(f) for f in files], **info}
+    _write_json(outdir / "results.json", sidecar)
+    files.append(str(outdir / "results.json"))
+    return files
+
+
+_NUMERIC = {"threshold", "mean", "std", "se", "ci_low", "ci_high", "trials", "seconds", "seed",
+            "c"}
+
+
+def read_results(path: str | os.PathLike) -> list[dict]:
+    """Rows of a ``results.csv`` (or ``results.parquet``, or a directory holding one), with the
+    numeric columns as numbers."""
+    path = pathlib.Path(path)
+    if path.is_dir():
+        path = path / "results.csv"
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        rows = pq.read_table(path).to_pylist()
+    else:
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+    out = []
+    for r in rows:
+        row = {}
+        for k, v in r.items():
+            row[k] = _number(v) if isinstance(v, str) else v
+        out.append(row)
+    return out
+
+
+def _number(text: str) -> Any:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    if text in ("True", "False"):
+        return text == "True"
+    return text
+
+
+def format_table(rows: Sequence[dict], metrics: Optional[Sequence[str]] = None) -> str:
+    """A plain-text table: one line per point, ``mean ± half-width`` of each metric."""
+    if not rows:
+        return "(no results)"
+    metrics = list(dict.fromkeys(r["metric"] for r in rows)) if metrics is None else metrics
+    skip = set(_CSV_STATS) | {"mechanism"}
+    keys = [k for k in rows[0] if k not in skip]
+    by: dict[tuple, dict] = {}
+    for r in rows:
+        ident = tuple(str(r[k]) for k in keys)
+        by.setdefault(ident, {"_seconds": r["seconds"]})[r["metric"]] = r
+    header = keys + list(metrics) + ["sec"]
+    lines = []
+    for ident, ms in by.items():
+        cells = list(ident)
+        for m in metrics:
+            r = ms.get(m)
+            cells.append("" if r is None else f"{r['mean']:.3f} ± {(r['ci_high'] - r['mean']):.3f}"
+                         if math.isfinite(r["ci_high"]) else f"{r['mean']:.3f}")
+        cells.append(f"{ms['_seconds']:.2f}")
+        lines.append(cells)
+    widths = [max(len(h), *(len(x[i]) for x in lines)) for i, h in enumerate(header)]
+    fmt = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths))  # noqa: E731
+    return "\n".join([fmt(header), fmt(["-" * w for w in widths])] + [fmt(x) for x in lines])

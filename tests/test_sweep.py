@@ -1,0 +1,270 @@
+"""``svtjax.sweep``: config validation, one compile per structure, vmapped points, exact resume,
+device and process invariance, and agreement with ``svtjax.simulate``."""
+
+import csv
+import json
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import svtjax
+from svtjax import sweep
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+N = 300  # a stream length no other test file uses
+
+
+def _config(**sweep_keys):
+    """The tests' shared sweep: most tests run exactly these shapes, so the two group kernels
+    (svt-s, dpbook) compile once per test process."""
+    raw = {
+        "sweep": {"name": "t", "trials": 300, "datasets": [{"name": "zipf", "n": N}],
+                  "metrics": ["f1", "ser", "picks", "evaluated"], "dtype": "float64",
+                  "seed": 3, "shuffle": False, **sweep_keys},
+        "grid": {"epsilon": [0.5, 1.0, 2.0], "c": [3, 6]},
+        "mechanisms": [{"name": "svt-s", "monotonic": True},
+                       {"name": "dpbook", "label": "DPBook"}],
+    }
+    return raw
+
+
+def _csv_without_seconds(path):
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    for r in rows:
+        r.pop("seconds")
+    return rows
+
+
+def _stats(rows):
+    return [{k: v for k, v in r.items() if k != "seconds"} for r in rows]
+
+
+def _env(**extra):
+    env = dict(os.environ, JAX_PLATFORMS="cpu", SVTJAX_NO_CACHE="1", **extra)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    return env
+
+
+# -- configuration -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("change,needle", [
+    (lambda r: r["mechanisms"].append({"name": "nope"}), "unknown mechanism 'nope'"),
+    (lambda r: r["mechanisms"][0].update(epsilonx=1), "does not take parameter 'epsilonx'"),
+    (lambda r: r["sweep"].update(metrics=["f2"]), "unknown metric 'f2'"),
+    (lambda r: r["sweep"].update(datasets=["nodata"]), "unknown dataset 'nodata'"),
+    (lambda r: r["grid"].update(rho=[1]), "axis 'rho' is not a parameter"),
+    (lambda r: r["grid"].update(epsilon=[-1.0]), "epsilon must be a positive number"),
+    (lambda r: r["sweep"].update(trials=0), "trials must be an integer >= 1"),
+    (lambda r: r["sweep"].update(typo=1), "unknown [sweep] key(s) ['typo']"),
+    (lambda r: r.update(mechanisms=[]), "at least one [[mechanisms]]"),
+])
+def test_bad_config_names_the_problem(change, needle):
+    raw = _config()
+    change(raw)
+    with pytest.raises(sweep.SweepConfigError) as err:
+        sweep.load_config(raw)
+    assert needle in str(err.value)
+
+
+def test_toml_file_and_builtin_default(tmp_path):
+    cfg = sweep.load_config("default")
+    assert cfg.name == "default" and len(sweep.expand(cfg)) >= 40
+    path = tmp_path / "s.toml"
+    path.write_text('[sweep]\ntrials = 5\n[grid]\nepsilon = [0.5, 1.0]\nc = [4]\n'
+                    '[[mechanisms]]\nname = "lyu-alg1"\nsensitivity = [1.0, 2.0]\n')
+    points = sweep.expand(sweep.load_config(path))
+    assert len(points) == 4
+    assert {dict(p.axes)["sensitivity"] for p in points} == {1.0, 2.0}
+    path.write_text("[sweep\n")
+    with pytest.raises(sweep.SweepConfigError, match="invalid TOML"):
+        sweep.load_config(path)
+    with pytest.raises(sweep.SweepConfigError, match="no such sweep config"):
+        sweep.load_config(tmp_path / "missing.toml")
+
+
+def test_point_seeds_depend_only_on_the_point():
+    cfg = sweep.load_config(_config())
+    bigger = _config()
+    bigger["grid"]["epsilon"].append(3.0)
+    bigger["mechanisms"].append({"name": "lyu-alg1"})
+    seeds = {(p.mechanism, p.params): p.seed(cfg) for p in sweep.expand(cfg)}
+    cfg2 = sweep.load_config(bigger)
+    seeds2 = {(p.mechanism, p.params): p.seed(cfg2) for p in sweep.expand(cfg2)}
+    assert len(seeds) == 12 and len(seeds2) == 8 * 3
+    assert all(seeds2[k] == v for k, v in seeds.items())
+    assert len(set(seeds2.values())) == len(seeds2)
+
+
+def test_plan_respects_the_memory_budget():
+    for trials in (1, 100, 256, 257, 1000, 10**6):
+        for budget in (1e5, 1e7, 1e9):
+            pb, chunk = sweep.plan(20, trials, 1000, budget, points_per_batch=8)
+            assert chunk >= min(trials, sweep.BLOCK_TRIALS)
+            if trials > sweep.BLOCK_TRIALS:
+                assert chunk % sweep.BLOCK_TRIALS == 0
+            if chunk > sweep.BLOCK_TRIALS:
+                assert pb * chunk * 1000 <= budget
+            assert 1 <= pb <= 8
+
+
+# -- numbers ----------------------------------------------------------------------------------
+
+def test_point_equals_simulate_with_the_point_seed():
+    cfg = sweep.load_config(_config())
+    res = sweep.run(cfg, progress=False, log=lambda m: None)
+    point = [p for p in sweep.expand(cfg) if p.mechanism == "dpbook" and p.c == 6][1]
+    scores = svtjax.datasets.zipf(N).scores
+    T = svtjax.datasets.lyu_threshold(scores, 6)
+    out = svtjax.simulate(point.build(), scores, T, trials=300, seed=point.seed(cfg))
+    f1 = np.asarray(svtjax.metrics.f1(svtjax.selected(out, 6), scores, 6))
+    row = next(r for r in res.rows if r["point_id"] == point.point_id(cfg)
+               and r["metric"] == "f1")
+    np.testing.assert_allclose(row["mean"], f1.mean(), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(row["std"], f1.std(ddof=1), rtol=1e-9)
+    assert row["trials"] == 300 and row["ci_low"] < row["mean"] < row["ci_high"]
+
+
+def _by_id(rows):
+    return {(r["point_id"], r["metric"]): r for r in rows}
+
+
+def test_20_epsilons_by_2_mechanisms_compile_each_mechanism_once():
+    raw = _config(points_per_batch=8)
+    eps = sorted({0.5, 1.0, 2.0} | {round(float(e), 3) for e in np.linspace(0.2, 4.0, 17)})
+    raw["grid"] = {"epsilon": eps, "c": [3, 6]}
+    assert len(eps) == 20
+    batched = sweep.run(raw, progress=False, log=lambda m: None)
+    assert batched.computed == 80
+    # 80 points in batches of 8 (vmapped over stacked mechanisms): one trace per mechanism
+    assert batched.compiles == {"svt-s": 1, "dpbook": 1}
+    # the points of the shared sweep, computed one at a time, agree (vmapping may change the
+    # last bit of a float reduction inside a per-trial metric, nothing else)
+    single = _by_id(sweep.run(_config(), progress=False, log=lambda m: None).rows)
+    many = _by_id(batched.rows)
+    assert set(single) <= set(many)
+    for key, row in single.items():
+        other = many[key]
+        assert (row["trials"], row["seed"]) == (other["trials"], other["seed"])
+        np.testing.assert_allclose([row["mean"], row["std"]], [other["mean"], other["std"]],
+                                   rtol=1e-12, atol=1e-15)
+
+
+def test_chunk_size_does_not_change_numbers():
+    raw = _config()
+    raw["mechanisms"] = raw["mechanisms"][:1]
+    big = sweep.run(raw, progress=False, log=lambda m: None)
+    raw["sweep"]["memory_budget_mb"] = 2.5  # chunks of 256 trials: two per point
+    assert sweep.plan(1, 300, sweep._bytes_per_trial(
+        sweep.expand(sweep.load_config(raw))[0].build(), N, 8, False, 6, 4), 2.5 * 2**20)[1] \
+        == sweep.BLOCK_TRIALS
+    small = sweep.run(raw, progress=False, log=lambda m: None)
+    assert _stats(small.rows) == _stats(big.rows)
+
+
+def test_interrupted_sweep_resumes_only_unfinished_points(tmp_path):
+    raw = _config()
+    full = sweep.run(raw, tmp_path / "full", progress=False, log=lambda m: None)
+    assert full.computed == 12 and full.reused == 0
+    out = tmp_path / "cut"
+    with pytest.raises(KeyboardInterrupt):
+        sweep.run(raw, out, progress=False, log=lambda m: None, _stop_after=5)
+    assert len(list((out / "points").glob("*.json"))) == 5
+    assert not (out / "results.csv").exists()
+    again = sweep.run(raw, out, progress=False, log=lambda m: None)
+    assert (again.computed, again.reused) == (7, 5)
+    assert _csv_without_seconds(out / "results.csv") == \
+        _csv_without_seconds(tmp_path / "full" / "results.csv")
+    # a finished sweep recomputes nothing; changing trials changes every point's hash
+    assert sweep.run(raw, out, progress=False, log=lambda m: None).computed == 0
+    raw["sweep"]["trials"] = 301
+    assert sweep.run(raw, out, progress=False, log=lambda m: None).reused == 0
+    side = json.loads((out / "results.json").read_text())
+    assert side["config"]["sweep"]["trials"] == 301 and "jax" in side["versions"]
+
+
+def test_four_cpu_devices_give_identical_results_files(tmp_path):
+    raw = _config()
+    raw["mechanisms"] = raw["mechanisms"][:1]  # one compilation in the subprocess
+    sweep.run(raw, tmp_path / "one", num_devices=1, progress=False, log=lambda m: None)
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps(raw))
+    code = ("import json, jax, sys; jax.config.update('jax_enable_x64', True)\n"
+            "from svtjax import sweep\n"
+            "assert len(jax.devices()) == 4\n"
+            f"r = sweep.run(json.load(open({str(cfg)!r})), {str(tmp_path / 'four')!r}, "
+            "progress=False, log=lambda m: None)\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=600, env=_env(
+        XLA_FLAGS="--xla_force_host_platform_device_count=4"))
+    side = json.loads((tmp_path / "four" / "results.json").read_text())
+    assert len(side["devices"]) == 4
+    assert _csv_without_seconds(tmp_path / "four" / "results.csv") == \
+        _csv_without_seconds(tmp_path / "one" / "results.csv")
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_two_processes_with_jax_distributed_split_the_points(tmp_path):
+    raw = _config()
+    raw["mechanisms"] = raw["mechanisms"][:1]  # one compilation per process
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text(
+        '[sweep]\nname = "t"\ntrials = 300\ndatasets = [{ name = "zipf", n = 300 }]\n'
+        'metrics = ["f1", "ser", "picks", "evaluated"]\ndtype = "float64"\nseed = 3\n'
+        'shuffle = false\n'
+        '[grid]\nepsilon = [0.5, 1.0, 2.0]\nc = [3, 6]\n'
+        '[[mechanisms]]\nname = "svt-s"\nmonotonic = true\n')
+    assert sweep.load_config(cfg).raw["sweep"] == raw["sweep"]
+    port = _free_port()
+    procs = [subprocess.Popen(
+        [sys.executable, "-m", "svtjax.cli", "sweep", str(cfg), "--out", str(tmp_path / "dist"),
+         "--no-plot", "--no-progress", "--coordinator", f"127.0.0.1:{port}",
+         "--num-processes", "2", "--process-id", str(i)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+        for i in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    for p, (_, e) in zip(procs, outs):
+        assert p.returncode == 0, e
+    assert "process 1: computed 3 point(s)" in outs[1][0]
+    side = json.loads((tmp_path / "dist" / "results.json").read_text())
+    assert side["processes"] == 2 and side["computed"] == 3 and side["points"] == 6
+    sweep.run(raw, tmp_path / "one", progress=False, log=lambda m: None)
+    assert _csv_without_seconds(tmp_path / "dist" / "results.csv") == \
+        _csv_without_seconds(tmp_path / "one" / "results.csv")
+
+
+# -- outputs ---------------------------------------------------------------------------------
+
+def test_results_files_and_plot(tmp_path):
+    raw = _config()
+    res = sweep.run(raw, tmp_path, progress=False, log=lambda m: None)
+    rows = sweep.read_results(tmp_path)
+    assert len(rows) == 12 * 4 == len(res.rows)
+    assert set(rows[0]) >= {"dataset", "label", "epsilon", "c", "metric", "mean", "std", "se",
+                            "ci_low", "ci_high", "trials", "seconds", "point_id"}
+    picks = [r for r in rows if r["metric"] == "picks"]
+    assert all(0 <= r["mean"] <= r["c"] for r in picks)
+    from svtjax import plot
+
+    png = tmp_path / "f1.png"
+    plot.utility_curves(tmp_path / "results.csv", png, x="epsilon", y="f1")
+    assert png.stat().st_size > 1000
+    with pytest.raises(ValueError, match="metric 'ncr' is not in the results"):
+        plot.utility_curves(rows, None, y="ncr")
+    assert "DPBook" in sweep.format_table(res.rows)
+
+
+def test_parquet_when_pyarrow_is_installed(tmp_path):
+    pytest.importorskip("pyarrow")
+    sweep.run(_config(), tmp_path, progress=False, log=lambda m: None)
+    rows = sweep.read_results(tmp_path / "results.parquet")
+    assert rows == sweep.read_results(tmp_path / "results.csv")
