@@ -3,23 +3,41 @@
 Public surface (DESIGN.md, "Core contracts"):
 
 * ``svtjax.noise`` — Laplace, Gaussian, Exponential, Gumbel, Zero.
-* ``svtjax.budget`` — ε split rules.
+* ``svtjax.budget`` — ε split rules (Lyu'17, Ding'19, Liu'24 Table 4).
+* ``svtjax.accounting`` — guarantees (pure, (ε, δ), RDP), composition, the SVT bounds.
+* ``svtjax.correction`` — Liu'24 threshold corrections (closed form and FFT).
+* ``svtjax.estimators`` — Ding'19 free-gap estimators (BLUE, Lemma 5 bound, MSE ratios).
 * ``svtjax.mechanisms.get(name, **params)`` / ``names()`` — the registry.
 * ``svtjax.simulate`` — many trials, chunked and sharded, compiled once per structure.
 * ``svtjax.selected`` — the ⊤ items of an Outcome in stream order.
 * ``svtjax.reference`` — plain numpy loops written from the papers.
+* ``svtjax.metrics``, ``svtjax.datasets`` — utility metrics and the offline datasets.
+* ``svtjax.sweep`` (grids), ``svtjax.audit`` (empirical privacy audits), ``svtjax.experiments``
+  (the papers' tables and figures) — imported on first use: ``import svtjax.sweep``.
 """
 
-from svtjax import accounting, budget, datasets, mechanisms, metrics, noise, reference
+from svtjax import (
+    accounting,
+    budget,
+    correction,
+    datasets,
+    estimators,
+    mechanisms,
+    metrics,
+    noise,
+    reference,
+)
 from svtjax._cache import enable_compilation_cache
 from svtjax._core import Draws, Outcome, selected
-from svtjax.accounting import Guarantee, NotPrivate, PureDP
+from svtjax.accounting import RDP, ApproxDP, Guarantee, NotPrivate, PureDP
 from svtjax.mechanisms import get, names
 from svtjax.simulate import simulate
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "RDP",
+    "ApproxDP",
     "Draws",
     "Guarantee",
     "NotPrivate",
@@ -27,8 +45,10 @@ __all__ = [
     "PureDP",
     "accounting",
     "budget",
+    "correction",
     "datasets",
     "enable_compilation_cache",
+    "estimators",
     "get",
     "mechanisms",
     "metrics",
