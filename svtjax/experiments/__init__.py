@@ -12,6 +12,7 @@ from types import ModuleType
 
 EXPERIMENTS: dict[str, str] = {
     "lyu2017": "svtjax.experiments.lyu2017",
+    "audit": "svtjax.experiments.audit",
     "zhu_wang2020": "svtjax.experiments.zhu_wang2020",
     "ding2019": "svtjax.experiments.ding2019",
     "liu2024": "svtjax.experiments.liu2024",
