@@ -136,18 +136,27 @@ def zipf_workload(n: int, c: int = 50) -> tuple[np.ndarray, float]:
     return q, float((float(q[c - 1]) + float(q[c])) / 2.0)
 
 
-def mechanism_params(name: str, epsilon: float, c: int) -> dict:
+def mechanism_params(name: str, epsilon: float, c: int, n: Optional[int] = None) -> dict:
     """The workload's parameters for a registered mechanism (those it accepts).
 
     ε always; the cut-off ``c`` (or ``k`` for top-k selection) where the mechanism takes one;
     ``monotonic=True`` and ``allocation="1:c^(2/3)"`` where it takes them (Zipf scores are
-    counts: monotonic queries). Raises ``LookupError`` when a required parameter has no value
-    here (the mechanism is then reported as skipped).
+    counts: monotonic queries). With the stream length ``n``: svt-exp's optimal correction uses
+    Liu'24's k = ⌊n/c⌋ (§6), and stagewise-svt gets Zhu-Wang'20's Gaussian noises calibrated to
+    (ε, δ = 10^-6) with k_max = n and Kairouz et al.'s composition (``"kov"``). Raises
+    ``LookupError`` when a required parameter has no value here (the mechanism is then reported
+    as skipped).
     """
     from svtjax.mechanisms import parameters
+    from svtjax.noise import Gaussian
 
     accepted = parameters(name)
     values = {"epsilon": epsilon, "c": c, "k": c, "monotonic": True, "allocation": "1:c^(2/3)"}
+    if n is not None and name == "svt-exp":
+        values["correction_k"] = max(1, n // c)
+    if n is not None and name == "stagewise-svt":
+        values.update(delta=1e-6, threshold_noise=Gaussian(1.0), query_noise=Gaussian(2.0),
+                      k_max=n, composition="kov")
     params = {k: v for k, v in values.items() if k in accepted}
     missing = [k for k, v in accepted.items() if isinstance(v, str) and v == "REQUIRED"
                and k not in params]
@@ -822,7 +831,7 @@ def run(cfg: Config, *, verbose: bool = True, argv: Optional[Sequence[str]] = No
         q, T = zipf_workload(n, cfg.c)
         for name in names:
             try:
-                params = mechanism_params(name, cfg.epsilon, cfg.c)
+                params = mechanism_params(name, cfg.epsilon, cfg.c, n)
                 mech = svtjax.get(name, **params)
             except (LookupError, TypeError, ValueError) as err:
                 for mode in cfg.modes:

@@ -149,16 +149,14 @@ def test_shuffle_order_is_a_prefix_of_the_full_permutation():
     np.testing.assert_array_equal(np.asarray(out.items)[reached], full_order[reached])
 
 
-def test_reduced_runs_on_cpu_use_cache_sized_chunks():
+def test_default_chunk_fits_the_platform_memory_budget():
     mech = svtjax.get("svt-s", epsilon=1.0, c=5)
     size = simulate_module.default_chunk_size
-    full = size(mech, 10_000, 1000, platform="cpu")
-    assert full == 1000  # 1,000 trials x 10^4 positions fit the memory budget: one chunk
-    reduced = size(mech, 10_000, 1000, reduced=True, platform="cpu")
-    # at most CPU_REDUCE_POSITIONS positions per chunk, balanced: 1000 trials in 10 chunks of 100
-    assert reduced * 10_000 <= simulate_module.CPU_REDUCE_POSITIONS
-    assert reduced == 100
-    assert size(mech, 10_000, 1000, reduced=True, platform="gpu") == full
-    # more positions per trial than the cap: one trial per chunk, never zero
-    assert size(mech, 2 * simulate_module.CPU_REDUCE_POSITIONS, 3, reduced=True,
-                platform="cpu") == 1
+    assert size(mech, 10_000, 1000, platform="cpu") == 1000  # fits 256 MiB: one chunk
+    cpu = size(mech, 10_000, 100_000, platform="cpu")
+    gpu = size(mech, 10_000, 100_000, platform="gpu")
+    per_trial = simulate_module._bytes_per_trial(mech, 10_000, 4, False)
+    assert cpu * per_trial <= simulate_module.MEMORY_BUDGET < (cpu + 1) * per_trial * 1.01
+    assert gpu * per_trial <= simulate_module.ACCELERATOR_MEMORY_BUDGET
+    assert gpu > 4 * cpu
+    assert size(mech, 10_000, 100_000, platform="cpu", memory_budget=per_trial) == 1
