@@ -1304,7 +1304,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         out_dir.mkdir(parents=True, exist_ok=True)
         path = record_path(record, out_dir)
         with open(path, "w") as f:
-            json.dump(record, f, indent=1, sort_keys=False)
+            json.dump(record, f, indent=1, sort_keys=False, default=repr)  # Noise objects
             f.write("\n")
         print(f"wrote {path}")
         if args.update_results:
