@@ -1184,6 +1184,38 @@ def render_results_md(records: list, results_dir: Path) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+def reproduce_md(results_dir: Path) -> list:
+    """The "reproduce all" section: the latest record of benchmarks/bench_reproduce.py (paper
+    mode preferred), or a line saying there is none."""
+    recs = []
+    for path in sorted(Path(results_dir).glob("reproduce-*.json")):
+        try:
+            rec = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if rec.get("schema") == "svtjax-reproduce/1":
+            rec["_path"] = path
+            recs.append(rec)
+    out = ["## svtjax reproduce all", ""]
+    if not recs:
+        return out + ["No record yet: run `python benchmarks/bench_reproduce.py`.", ""]
+    rec = max(recs, key=lambda r: (r["mode"] == "paper", r["created"]))
+    m = rec["machine"]
+    total = rec["total_seconds"]
+    out += [f"Source: `{os.path.relpath(rec['_path'], Path(results_dir).parent)}` "
+            f"(`python benchmarks/bench_reproduce.py --mode {rec['mode']}`, run "
+            f"{rec['created']}) on `{m['machine_id']}` ({m['cpu_model']}, "
+            f"{m['logical_cores']} logical cores); load average at start "
+            f"{rec['load_average'].get('start')}, end {rec['load_average'].get('end')}.", "",
+            f"Total wall time of every experiment in `--{rec['mode']}` mode: **{total:.0f} s "
+            f"({total / 60:.1f} min)**"
+            + ("." if rec["all_succeeded"] else "; some experiments failed (exit status below)."),
+            "", "| experiment | wall s | exit status |", "|---|---|---|"]
+    out += [f"| {r['experiment']} | {r['seconds']:.0f} | {r['returncode']} |"
+            for r in rec["experiments"]]
+    return out + [""]
+
+
 def write_results_md(results_dir: Path, output: Path, suites: Sequence[str] = ("full",)) -> Path:
     """Regenerates ``output`` (RESULTS.md) from the latest record per machine in ``results_dir``."""
     every = load_records(results_dir)
@@ -1193,7 +1225,10 @@ def write_results_md(results_dir: Path, output: Path, suites: Sequence[str] = ("
     shown = {r["machine"]["machine_id"] for r in records}
     records += [r for r in latest_per_machine(every, ("custom",))
                 if r["machine"]["machine_id"] not in shown and r["device"]["backend"] != "cpu"]
-    Path(output).write_text(render_results_md(records, Path(results_dir)))
+    text = render_results_md(records, Path(results_dir))
+    head, sep, rest = text.partition("\n## GPU")
+    text = head + "\n" + "\n".join(reproduce_md(Path(results_dir))) + sep + rest
+    Path(output).write_text(text)
     return Path(output)
 
 
