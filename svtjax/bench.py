@@ -1338,9 +1338,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         out_dir = Path(args.out) if args.out is not None else default_out_dir()
         out_dir.mkdir(parents=True, exist_ok=True)
         path = record_path(record, out_dir)
-        with open(path, "w") as f:
-            json.dump(record, f, indent=1, sort_keys=False, default=repr)  # Noise objects
-            f.write("\n")
+        # Serialise first (Noise parameters as their repr), so a failure leaves no partial file.
+        path.write_text(json.dumps(record, indent=1, sort_keys=False, default=repr) + "\n")
         print(f"wrote {path}")
         if args.update_results:
             md = write_results_md(out_dir, out_dir.parent / "RESULTS.md")
