@@ -31,6 +31,8 @@ import sys
 import time
 from typing import Any, Optional, Sequence
 
+from svtjax.experiments._common import enable_cache
+
 EPSILON = 1.0
 QUICK = dict(trials=200_000, search_trials=4096)
 PAPER = dict(trials=2_000_000, search_trials=16_384)
@@ -190,13 +192,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         config.trials = args.trials
     if args.search_trials:
         config.search_trials = args.search_trials
-    if os.environ.get("SVTJAX_NO_CACHE") != "1":
-        from svtjax import enable_compilation_cache
-
-        try:
-            enable_compilation_cache()
-        except OSError as err:
-            print(f"[audit] compilation cache disabled ({err})", file=sys.stderr)
+    enable_cache("audit")
     start = time.perf_counter()
     try:
         rows = run(config)

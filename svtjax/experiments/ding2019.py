@@ -93,6 +93,8 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from svtjax.experiments._common import enable_cache, load_available
+
 PAPER_DATASETS = ("bms-pos", "kosarak")  # Ding'19 Table 2, besides the shipped T40I10D100K
 OFFLINE_DATASETS = ("t40i10d100k", "bms-webview-1")
 DEFAULT_DATASETS = OFFLINE_DATASETS + PAPER_DATASETS
@@ -293,21 +295,6 @@ def _mse_cell(kind: str, runs: dict, scores: np.ndarray, thresholds: np.ndarray,
             "lcb95_coverage": coverage}
 
 
-def load_available(names: Sequence[str], cache_dir: Optional[str] = None):
-    """(datasets loaded, {name: reason it is missing})."""
-    from svtjax import datasets
-
-    loaded, missing = {}, {}
-    for name in names:
-        key = datasets._registry.canonical(name)
-        kwargs = {}
-        if cache_dir is not None and key in datasets._registry.SPECS:
-            kwargs["cache_dir"] = cache_dir
-        try:
-            loaded[key] = datasets.load(key, **kwargs)
-        except datasets.DatasetNotAvailableError as err:
-            missing[key] = str(err).splitlines()[0]
-    return loaded, missing
 
 
 def run(config: Config, log=print) -> tuple[dict[str, list[dict[str, Any]]], dict[str, str]]:
@@ -766,13 +753,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         config.trials = args.trials
     if args.datasets:
         config.datasets = tuple(args.datasets)
-    if os.environ.get("SVTJAX_NO_CACHE") != "1":
-        from svtjax import enable_compilation_cache
-
-        try:
-            enable_compilation_cache()
-        except OSError as err:
-            print(f"[ding2019] compilation cache disabled ({err})", file=sys.stderr)
+    enable_cache("ding2019")
     start = time.perf_counter()
     results, missing = run(config)
     seconds = time.perf_counter() - start

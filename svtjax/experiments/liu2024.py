@@ -44,6 +44,8 @@ import sys
 import time
 from typing import Any, Optional, Sequence
 
+from svtjax.experiments._common import enable_cache, load_available
+
 # Table 3 rows run through svt-exp (label -> parameters); the upper bound is computed directly.
 METHODS: dict[str, dict[str, Any]] = {
     "SVT-Exp (optimal)": {"noise": "exponential", "correction": "optimal"},
@@ -281,20 +283,6 @@ def _row(sums, trials):
     return out
 
 
-def load_available(names: Sequence[str], cache_dir: Optional[str] = None):
-    from svtjax import datasets
-
-    loaded, missing = {}, {}
-    for name in names:
-        key = datasets._registry.canonical(name)
-        kwargs = {}
-        if cache_dir is not None and key in datasets._registry.SPECS:
-            kwargs["cache_dir"] = cache_dir
-        try:
-            loaded[key] = datasets.load(key, **kwargs)
-        except datasets.DatasetNotAvailableError as err:
-            missing[key] = str(err).splitlines()[0]
-    return loaded, missing
 
 
 def _setting(data):
@@ -623,13 +611,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         config.trials = args.trials
     if args.datasets:
         config.datasets = tuple(args.datasets)
-    if os.environ.get("SVTJAX_NO_CACHE") != "1":
-        from svtjax import enable_compilation_cache
-
-        try:
-            enable_compilation_cache()
-        except OSError as err:
-            print(f"[liu2024] compilation cache disabled ({err})", file=sys.stderr)
+    enable_cache("liu2024")
     start = time.perf_counter()
     res = run(config)
     write_outputs(res, config, time.perf_counter() - start)

@@ -48,6 +48,8 @@ import sys
 import time
 from typing import Any, Optional, Sequence
 
+from svtjax.experiments._common import enable_cache, load_available
+
 # The methods, in the paper's column order: label -> (registry name, parameters).
 METHODS: dict[str, tuple[str, dict[str, Any]]] = {
     "SVT-DPBook": ("dpbook", {}),
@@ -152,21 +154,6 @@ QUICK = dict(datasets=("zipf", "retail"), cs=(25, 50), epsilons=(0.5,), trials=2
 # ---------------------------------------------------------------------------------------------
 # Simulation
 # ---------------------------------------------------------------------------------------------
-def load_available(names: Sequence[str], cache_dir: Optional[str] = None):
-    """(datasets loaded, {name: reason it is missing})."""
-    from svtjax import datasets
-
-    loaded, missing = {}, {}
-    for name in names:
-        key = datasets._registry.canonical(name)
-        kwargs = {}
-        if cache_dir is not None and key in datasets._registry.SPECS:
-            kwargs["cache_dir"] = cache_dir
-        try:
-            loaded[key] = datasets.load(key, **kwargs)
-        except datasets.DatasetNotAvailableError as err:
-            missing[key] = str(err).splitlines()[0]
-    return loaded, missing
 
 
 def sweep_config(config: Config, name: str, cs: Sequence[int],
@@ -391,13 +378,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         config.trials = args.trials
     if args.datasets:
         config.datasets = tuple(args.datasets)
-    if os.environ.get("SVTJAX_NO_CACHE") != "1":
-        from svtjax import enable_compilation_cache
-
-        try:
-            enable_compilation_cache()
-        except OSError as err:
-            print(f"[lyu2017] compilation cache disabled ({err})", file=sys.stderr)
+    enable_cache("lyu2017")
     start = time.perf_counter()
     rows, missing = run(config)
     seconds = time.perf_counter() - start
