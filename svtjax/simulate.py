@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from svtjax import _validate
+from svtjax import _malloc, _validate
 from svtjax._core import Outcome
 from svtjax.mechanisms.base import BLOCK, Mechanism, num_blocks
 
@@ -150,6 +150,7 @@ def simulate(mech: Mechanism, queries, thresholds, *, trials: int, seed: int = 0
         raise ValueError(f"num_devices must be at most the {available} available device(s); "
                          f"got {num_devices}")
     q, t = mech._prepare(queries, thresholds)
+    _malloc.tune_allocator()
     n = q.shape[0]
     if chunk_size is None:
         chunk = default_chunk_size(mech, n, trials, itemsize=q.dtype.itemsize, shuffle=shuffle,

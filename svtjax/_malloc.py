@@ -1,0 +1,60 @@
+"""Keeps large buffers in the heap instead of fresh ``mmap``s (glibc only).
+
+glibc serves every allocation above its mmap threshold (at most 32 MiB by default) with a fresh
+``mmap`` and returns it to the kernel on ``free``, so each compiled call that makes a trials × n
+output buffer pays one page fault per 4 KiB page, every time, and full-Outcome runs write several
+such buffers (``benchmarks/bench_allocator.py`` measures the difference; figures in
+``benchmarks/RESULTS.md``). Raising the mmap and trim thresholds keeps freed
+memory in the process for reuse; the cost is that the resident set stays at its peak instead of
+shrinking after a large run.
+
+:func:`tune_allocator` is called by ``svtjax.simulate`` and ``svtjax.sweep.run`` on first use.
+Set ``SVTJAX_MALLOC_TUNING=0`` to leave the allocator alone (the equivalent environment setting
+``MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=2147483647`` works for any process).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import sys
+from typing import Optional
+
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+MMAP_THRESHOLD = 1 << 30
+TRIM_THRESHOLD = (1 << 31) - 1
+
+_STATE: Optional[bool] = None
+
+
+def tune_allocator() -> bool:
+    """Raises glibc's mmap and trim thresholds once per process; returns whether it is in effect.
+
+    Does nothing (returns False) off Linux, without glibc, or when ``SVTJAX_MALLOC_TUNING=0``.
+    """
+    global _STATE
+    if _STATE is not None:
+        return _STATE
+    _STATE = False
+    if os.environ.get("SVTJAX_MALLOC_TUNING", "1").strip() in ("0", "false", "no", "off"):
+        return _STATE
+    if not sys.platform.startswith("linux"):
+        return _STATE
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):  # musl and other libcs have no mallopt
+        return _STATE
+    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+    mallopt.restype = ctypes.c_int
+    ok_mmap = mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1
+    ok_trim = mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1
+    _STATE = ok_mmap and ok_trim
+    return _STATE
+
+
+def state() -> Optional[bool]:
+    """None before :func:`tune_allocator` ran, else whether the tuning is in effect."""
+    return _STATE
