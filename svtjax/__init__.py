@@ -9,7 +9,8 @@ Public surface (DESIGN.md, "Core contracts"):
 * ``svtjax.estimators`` — Ding'19 free-gap estimators (BLUE, Lemma 5 bound, MSE ratios).
 * ``svtjax.mechanisms.get(name, **params)`` / ``names()`` — the registry.
 * ``svtjax.simulate`` — many trials, chunked and sharded, compiled once per structure.
-* ``svtjax.selected`` — the ⊤ items of an Outcome in stream order.
+* ``svtjax.selected`` — the ⊤ items of an Outcome in stream order; ``svtjax.prefix_counts`` —
+  the evaluated prefix's length and ⊤ count, read only up to each trial's halting point.
 * ``svtjax.reference`` — plain numpy loops written from the papers.
 * ``svtjax.metrics``, ``svtjax.datasets`` — utility metrics and the offline datasets.
 * ``svtjax.sweep`` (grids), ``svtjax.audit`` (empirical privacy audits), ``svtjax.experiments``
@@ -28,7 +29,7 @@ from svtjax import (
     reference,
 )
 from svtjax._cache import enable_compilation_cache
-from svtjax._core import Draws, Outcome, selected
+from svtjax._core import Draws, Outcome, prefix_counts, selected
 from svtjax.accounting import RDP, ApproxDP, Guarantee, NotPrivate, PureDP
 from svtjax.mechanisms import get, names
 from svtjax.simulate import simulate
@@ -54,6 +55,7 @@ __all__ = [
     "metrics",
     "names",
     "noise",
+    "prefix_counts",
     "reference",
     "selected",
     "simulate",

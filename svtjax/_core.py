@@ -1,4 +1,4 @@
-"""The types every mechanism shares: ``Outcome``, ``Draws``, and ``selected``.
+"""The types every mechanism shares: ``Outcome``, ``Draws``; ``selected`` and ``prefix_counts``.
 
 See ``DESIGN.md`` ("Core contracts"). One ``Outcome`` type serves every mechanism; a batch of
 trials carries a leading trial axis on every field.
@@ -13,7 +13,7 @@ import jax.numpy as jnp
 
 from svtjax._types import Array
 
-__all__ = ["Outcome", "Draws", "selected", "NOT_EVALUATED"]
+__all__ = ["Outcome", "Draws", "selected", "prefix_counts", "NOT_EVALUATED"]
 
 NOT_EVALUATED = -1
 
@@ -68,6 +68,15 @@ class Draws(NamedTuple):
 _SELECT_BLOCK = 256
 
 
+def _row_block(x: Array, b, width: int) -> tuple[Array, Array]:
+    """Block ``b`` (``width`` positions) of every row of ``x`` [R, L], and which of its slots are
+    new: the last block starts at L − width and may overlap the previous one."""
+    length = x.shape[1]
+    start = jnp.minimum(b * width, length - width)
+    blk = jax.lax.dynamic_slice_in_dim(x, start, width, axis=1)
+    return blk, (start + jnp.arange(width)) >= b * width
+
+
 def _selected_rows(answers: Array, items: Array, k: int) -> Array:
     """``selected`` for a 2-D batch [R, L], reading blocks only until a row has k picks.
 
@@ -84,10 +93,8 @@ def _selected_rows(answers: Array, items: Array, k: int) -> Array:
     def body(b, carry, work):
         count, picks = carry
         answers, items = work
-        start = jnp.minimum(b * width, length - width)  # the last block may overlap the previous
-        blk = jax.lax.dynamic_slice_in_dim(answers, start, width, axis=1)
-        blk_items = jax.lax.dynamic_slice_in_dim(items, start, width, axis=1)
-        fresh = (start + jnp.arange(width)) >= b * width
+        blk, fresh = _row_block(answers, b, width)
+        blk_items, _ = _row_block(items, b, width)
         top = (blk == 1) & fresh[None, :] & (count < k)[:, None]
         rank = count[:, None] + jnp.cumsum(top, axis=1, dtype=jnp.int32) - 1
         slot = jnp.where(top & (rank < k), rank, k)  # slot k is a discard column
@@ -98,6 +105,61 @@ def _selected_rows(answers: Array, items: Array, k: int) -> Array:
     init = (jnp.zeros((rows,), jnp.int32), jnp.full((rows, k + 1), -1, jnp.int32))
     out = compacting_block_loop(body, lambda c: c[0] < k, init, (answers, items), num_blocks)
     return out[1][:, :k]
+
+
+def _prefix_rows(answers: Array) -> tuple[Array, Array]:
+    """``prefix_counts`` for a 2-D batch [R, L], reading blocks only until a row's first -1."""
+    from svtjax._loops import compacting_block_loop
+
+    rows, length = answers.shape
+    width = min(_SELECT_BLOCK, length)
+    num_blocks = -(-length // width)
+
+    def body(b, carry, answers):
+        evaluated, tops, done = carry
+        blk, fresh = _row_block(answers, b, width)
+        stop = (blk < 0) & fresh[None, :]
+        inside = fresh[None, :] & (jnp.cumsum(stop, axis=1, dtype=jnp.int32) == 0) \
+            & ~done[:, None]
+        evaluated = evaluated + jnp.sum(inside, axis=1, dtype=jnp.int32)
+        tops = tops + jnp.sum(inside & (blk == 1), axis=1, dtype=jnp.int32)
+        return (evaluated, tops, done | jnp.any(stop, axis=1)), answers
+
+    init = (jnp.zeros((rows,), jnp.int32), jnp.zeros((rows,), jnp.int32),
+            jnp.zeros((rows,), bool))
+    evaluated, tops, _ = compacting_block_loop(body, lambda c: ~c[2], init, answers, num_blocks)
+    return evaluated, tops
+
+
+def _rows_of(outcome: Outcome) -> tuple[Array, Array, tuple[int, ...]]:
+    answers, items = jnp.asarray(outcome.answers), jnp.asarray(outcome.items)
+    if answers.shape != items.shape or answers.ndim < 1:
+        raise ValueError("outcome.answers and outcome.items must share a shape [..., L]; got "
+                         f"{answers.shape} and {items.shape}")
+    length = answers.shape[-1]
+    return answers.reshape(-1, length), items.reshape(-1, length), answers.shape[:-1]
+
+
+def prefix_counts(outcome: Outcome) -> tuple[Array, Array]:
+    """Length of the evaluated prefix of each stream, and the ⊤ answers in it.
+
+    The prefix ends at the first position with ``answers == -1`` (or at L). A single-pass
+    mechanism evaluates exactly a prefix of its stream (every SVT variant without retraversal
+    stops for good at its c-th ⊤, its cap or its last stage), so for those the two numbers are
+    the totals ``sum(answers >= 0)`` and ``sum(answers == 1)``; with retraversal (later passes
+    skip the items already answered ⊤) they are not. Unlike the totals this reads each row only
+    up to its halting point, block by block (like :func:`selected`), so a reducer built on it
+    costs O(positions reached) rather than O(L) per trial.
+
+    Args:
+      outcome: an ``Outcome``, with any number of leading batch axes.
+
+    Returns:
+      Two int32 arrays shaped like the batch axes: (prefix length, ⊤ in the prefix).
+    """
+    answers, _, batch = _rows_of(outcome)
+    evaluated, tops = _prefix_rows(answers)
+    return evaluated.reshape(batch), tops.reshape(batch)
 
 
 def selected(outcome: Outcome, k: int) -> Array:
@@ -112,11 +174,6 @@ def selected(outcome: Outcome, k: int) -> Array:
     """
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise ValueError(f"k must be an integer >= 1; got {k!r}")
-    answers, items = jnp.asarray(outcome.answers), jnp.asarray(outcome.items)
-    if answers.shape != items.shape or answers.ndim < 1:
-        raise ValueError("outcome.answers and outcome.items must share a shape [..., L]; got "
-                         f"{answers.shape} and {items.shape}")
-    batch = answers.shape[:-1]
-    length = answers.shape[-1]
-    picks = _selected_rows(answers.reshape(-1, length), items.reshape(-1, length), k)
+    answers, items, batch = _rows_of(outcome)
+    picks = _selected_rows(answers, items, k)
     return picks.reshape(batch + (k,))

@@ -343,24 +343,17 @@ def _skipped(engine, mechanism, n, trials, mode, reason) -> dict:
     return _result(engine, mechanism, n, trials, mode, status="skipped", reason=reason)
 
 
-_GROUP = 100  # <= 127, so a group's count of 0/1 flags fits int8
-
-
-def _count_per_trial(flags):
-    """Exact row sums of a bool[..., L] array.
-
-    Summed in int8 over groups of ``_GROUP`` first: XLA's CPU backend vectorises same-width int8
-    reductions but not widening (s8 -> s32) ones, which measured ~10x slower here.
-    """
-    pad = (-flags.shape[-1]) % _GROUP
-    x = jnp.pad(flags.astype(jnp.int8), [(0, 0)] * (flags.ndim - 1) + [(0, pad)])
-    x = x.reshape(x.shape[:-1] + (x.shape[-1] // _GROUP, _GROUP))
-    return jnp.sum(jnp.sum(x, axis=-1, dtype=jnp.int8).astype(jnp.int32), axis=-1)
-
-
 def count_reduce(outcome):
-    """Per-trial (evaluated positions, ⊤ answers) — the ``reduce=`` used by the benchmark."""
-    return (_count_per_trial(outcome.answers >= 0), _count_per_trial(outcome.answers == 1))
+    """Per-trial (evaluated positions, ⊤ answers) — the ``reduce=`` used by the benchmark.
+
+    Read with :func:`svtjax.prefix_counts`, which stops at each trial's halting point like the
+    counting numba loop does; ``svt-s`` evaluates exactly a prefix of its stream, so these are
+    the totals (tests/test_bench.py checks them against ``sum(answers >= 0)`` and
+    ``sum(answers == 1)``).
+    """
+    import svtjax
+
+    return svtjax.prefix_counts(outcome)
 
 
 # -- svtjax --------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ import importlib
 
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import svtjax
 from svtjax import Outcome
@@ -51,3 +52,34 @@ def test_outcome_types_from_simulate():
     assert np.all(np.isfinite(np.asarray(out.values)[answered]))
     np.testing.assert_allclose(np.asarray(out.cost)[answered], (svtjax.get(
         "svt-s", epsilon=1.0, c=2, eps3=0.2).budgets()[1] + 0.2) / 2)
+
+
+def test_prefix_counts_stop_at_the_first_unevaluated_position():
+    out = _outcome([[1, 0, 1, -1, 1, 0], [0, 0, 0, 0, 0, 0], [-1, 1, 1, 1, 1, 1]],
+                   [[0] * 6] * 3)
+    evaluated, tops = svtjax.prefix_counts(out)
+    np.testing.assert_array_equal(evaluated, [3, 6, 0])
+    np.testing.assert_array_equal(tops, [2, 0, 0])
+
+
+@pytest.mark.parametrize("length", [5, 256, 700])
+def test_prefix_counts_equal_totals_on_prefix_streams(length):
+    """Random prefix-shaped rows (as single-pass SVT outcomes are), several blocks long and with
+    a batch axis: the early-exit read equals the full sums."""
+    rng = np.random.default_rng(length)
+    halt = rng.integers(0, length + 1, (3, 40))
+    answers = rng.integers(0, 2, (3, 40, length)).astype(np.int8)
+    answers[np.arange(length)[None, None, :] >= halt[..., None]] = -1
+    evaluated, tops = svtjax.prefix_counts(_outcome(answers, np.zeros_like(answers, np.int32)))
+    np.testing.assert_array_equal(evaluated, (answers >= 0).sum(-1))
+    np.testing.assert_array_equal(tops, (answers == 1).sum(-1))
+
+
+def test_prefix_counts_of_simulated_svt_are_the_totals():
+    mech = svtjax.get("svt-s", epsilon=0.5, c=3)
+    q = np.random.default_rng(0).normal(0.0, 3.0, 300)
+    for shuffle in (False, True):
+        out = svtjax.simulate(mech, q, 2.0, trials=50, shuffle=shuffle)
+        evaluated, tops = svtjax.prefix_counts(out)
+        np.testing.assert_array_equal(evaluated, (np.asarray(out.answers) >= 0).sum(1))
+        np.testing.assert_array_equal(tops, (np.asarray(out.answers) == 1).sum(1))
