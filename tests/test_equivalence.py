@@ -85,6 +85,34 @@ def test_kernel_matches_reference_shuffled(case):
     _check(case, np.float64, shuffle=True, seed=2000 + CASES.index(case))
 
 
+LONG_N = 130  # three blocks, the last of which runs past the end of the stream
+LONG_CASES = 12
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_ids())
+def test_kernel_matches_reference_long_streams(case):
+    """A stream of several blocks whose last block runs past its end (and, with retraversal,
+    past the end of each pass), shuffled so that every output buffer is written by the kernel,
+    against the reference."""
+    rng = np.random.default_rng(3000 + CASES.index(case))
+    for n in (LONG_N,):
+        for shuffle in (True,):
+            mechs = [build(case, rng) for _ in range(LONG_CASES)]
+            keys = jax.random.split(jax.random.key(n + shuffle), LONG_CASES)
+            draws = jax.vmap(lambda k: mechs[0].draw(k, n, shuffle=shuffle,
+                                                     dtype=np.float64))(keys)
+            q, t, per_query = _inputs(rng, n, LONG_CASES, np.float64)
+            out = jax.device_get(jax.vmap(lambda m, d, qq, tt: m.decide(d, qq, tt))(
+                _stack(mechs), draws, q, t))
+            for i, mech in enumerate(mechs):
+                d = jax.tree_util.tree_map(lambda x: np.asarray(x[i]), draws)
+                ref = reference.run(mech, d, q[i], t[i] if per_query[i] else t[i, 0])
+                msg = f"{case.id} n={n} shuffle={shuffle} case={i} {mech!r}"
+                for field in ref._fields:
+                    np.testing.assert_allclose(getattr(out, field)[i], getattr(ref, field),
+                                               rtol=1e-12, err_msg=f"{msg} {field}")
+
+
 @pytest.mark.parametrize("case", CASES, ids=case_ids())
 def test_call_equals_decide_of_draw(case):
     """``mech(key, ...)`` (lazy, early-exit) equals ``decide(draw(key, n), ...)``."""

@@ -232,16 +232,19 @@ def _fisher_yates_block(fy: _Shuffle, order: Array, b) -> tuple[_Shuffle, Array]
     Step p swaps perm[p] and perm[j_p]; position p is never touched again, so only the write to
     perm[j_p] matters. That write is deferred to the next step: a scatter whose update does not
     depend on a gather from the same buffer in the same iteration stays in place on XLA's CPU
-    backend (otherwise every step copies the whole permutation).
+    backend (otherwise every step copies the whole permutation). The swap indices are in range
+    for any ``Draws`` made by ``draw``; the scatter and gather are still bounds-checked
+    (``drop``/``clip``, no slower here than unchecked access), so hand-made ``Draws`` passed to
+    ``decide`` can never write outside the permutation.
     """
     cols = jnp.arange(order.shape[0])
 
     def step(k, carry):
         fy, items = carry
-        perm = fy.perm.at[fy.j, cols].set(fy.a, mode="promise_in_bounds")
+        perm = fy.perm.at[fy.j, cols].set(fy.a, mode="drop")
         p = b * BLOCK + k
         j = order[:, k].astype(jnp.int32)
-        item = perm.at[j, cols].get(mode="promise_in_bounds")
+        item = perm.at[j, cols].get(mode="clip")
         a = lax.dynamic_index_in_dim(perm, p, axis=0, keepdims=False)
         items = lax.dynamic_update_index_in_dim(items, item, k, axis=0)
         return _Shuffle(perm, j, a), items
@@ -257,19 +260,18 @@ def _decide_block(spec: SVTSpec, sc: SVTScales, vectorized: bool, state: _State,
     """Block ``g`` counted over all passes: pass ``g // nb``, in-pass block ``g % nb``."""
     dtype = q_pad.dtype
     nb = num_blocks(n)
-    n_pad = nb * BLOCK
     passes = spec.max_passes
     b = g % nb if passes > 1 else g
     pos = b * BLOCK + jnp.arange(BLOCK, dtype=jnp.int32)
     valid = pos < n
     if passes > 1:
         # Later passes revisit the first pass's items, skipping those already answered ⊤.
-        past = lax.dynamic_slice_in_dim(state.answers.reshape(passes, n_pad), b * BLOCK, BLOCK,
-                                        axis=1)
+        past = jnp.stack([_get_block(state.answers, k * n + b * BLOCK, b * BLOCK, n, -1)
+                          for k in range(passes)])
         earlier = jnp.arange(passes)[:, None] < g // nb
         valid = valid & ~jnp.any((past == 1) & earlier, axis=0)
         if state.items is not None:
-            first = lax.dynamic_slice_in_dim(state.items, b * BLOCK, BLOCK)
+            first = _get_block(state.items, b * BLOCK, b * BLOCK, n, -1)
             items = jnp.where(g < nb, items, jnp.maximum(first, 0)) if items is not None \
                 else jnp.maximum(first, 0)
     if spec.capped and not spec.stagewise:  # Algorithm 2: i = 1, ..., k_max
@@ -330,16 +332,43 @@ def _decide_block(spec: SVTSpec, sc: SVTScales, vectorized: bool, state: _State,
         raise ValueError(f"unknown release {spec.release!r}")
 
     answers = jnp.where(active, top.astype(jnp.int8), jnp.int8(-1))
-    at = g * BLOCK  # buffers are laid out [passes, n_pad], flattened
+    at = (g // nb) * n + b * BLOCK if passes > 1 else g * BLOCK  # pass-major, exact length
 
     def put(buf, blk):
         if buf is None:
             return None
-        return lax.dynamic_update_slice_in_dim(buf, blk.astype(buf.dtype), at, axis=0)
+        return _put_block(buf, blk, at, b * BLOCK, n)
 
     return _State(count, rho, put(state.answers, answers),
                   put(state.items, jnp.where(active, items, -1)), put(state.values, values),
                   stage)
+
+
+def _put_block(buf: Array, blk: Array, at, in_pass, n: int) -> Array:
+    """Writes ``blk[k]`` to ``buf[at + k]`` for the k with ``in_pass + k < n`` (the positions
+    of the block that lie in its pass); the rest of ``buf`` is unchanged.
+
+    Buffers hold exactly the L = passes × n positions of the Outcome (no padding, so nothing is
+    copied to trim them afterwards), so a pass's last block may reach past the end of its pass
+    or of the buffer. It is written as one ``dynamic_update_slice`` of BLOCK slots starting at
+    ``min(at, len(buf) - BLOCK)``, each slot taking the block's value or keeping its old one.
+    """
+    start = jnp.minimum(at, buf.shape[0] - BLOCK)
+    shift = at - start  # > 0 only for a block that would run past the end of the buffer
+    slot = jnp.arange(BLOCK, dtype=jnp.int32)
+    blk = blk.astype(buf.dtype)
+    shifted = lax.dynamic_slice_in_dim(jnp.concatenate([blk, blk]), BLOCK - shift, BLOCK)
+    fresh = (slot >= shift) & (in_pass + slot - shift < n)
+    old = lax.dynamic_slice_in_dim(buf, start, BLOCK)
+    return lax.dynamic_update_slice_in_dim(buf, jnp.where(fresh, shifted, old), start, axis=0)
+
+
+def _get_block(buf: Array, at, in_pass, n: int, fill) -> Array:
+    """``buf[at + k]`` for k < BLOCK where ``in_pass + k < n``, else ``fill`` (the read that
+    matches :func:`_put_block`)."""
+    k = jnp.arange(BLOCK, dtype=jnp.int32)
+    vals = buf[jnp.clip(at + k, 0, buf.shape[0] - 1)]
+    return jnp.where(in_pass + k < n, vals, jnp.asarray(fill, buf.dtype))
 
 
 def _stagewise_scan(spec, sc, state, noisy_q, t_blk, refresh, valid):
@@ -384,8 +413,14 @@ def _num_stages(sc: SVTScales) -> Array:
 
 # -- batch drivers -------------------------------------------------------------------------
 
-def _init_state(spec, sc, z0, n_pad, dtype, shuffle) -> _State:
-    length = spec.max_passes * n_pad
+def _buffer_length(spec, n: int) -> int:
+    """Positions of the loop's output buffers: the Outcome length L = passes × n, or one
+    block when L is shorter (see :func:`_put_block`)."""
+    return max(spec.max_passes * n, BLOCK)
+
+
+def _init_state(spec, sc, z0, n, dtype, shuffle) -> _State:
+    length = _buffer_length(spec, n)
     return _State(
         count=jnp.zeros((), jnp.int32),
         rho=jnp.asarray(sc.threshold, dtype) * z0,
@@ -399,9 +434,8 @@ def _init_state(spec, sc, z0, n_pad, dtype, shuffle) -> _State:
 def _finish(spec, sc, state: _State, n: int, dtype) -> Outcome:
     passes = spec.max_passes
 
-    def unpad(x):  # [batch, passes * n_pad] -> [batch, passes * n]
-        batch = x.shape[0]
-        return x.reshape(batch, passes, -1)[:, :, :n].reshape(batch, passes * n)
+    def unpad(x):  # [batch, max(passes * n, BLOCK)] -> [batch, passes * n]
+        return x if x.shape[1] == passes * n else x[:, :passes * n]
 
     answers = unpad(state.answers)
     evaluated = answers >= 0
@@ -428,7 +462,7 @@ def _loop(spec, sc, vectorized, z0, src, get_block, q, t, shuffle) -> Outcome:
     dtype = q.dtype
     q_pad = _padded(q, n_pad)
     t_pad = _padded(t + jnp.asarray(sc.shift, dtype), n_pad)
-    state = jax.vmap(lambda z: _init_state(spec, sc, z, n_pad, dtype, shuffle))(z0)
+    state = jax.vmap(lambda z: _init_state(spec, sc, z, n, dtype, shuffle))(z0)
     fy = _shuffle_init(z0.shape[0], n_pad) if shuffle else None
 
     def running(state):
