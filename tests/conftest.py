@@ -17,3 +17,34 @@ jax.config.update("jax_numpy_dtype_promotion", "standard")
 def strict_promotion():
     with jax.numpy_dtype_promotion("strict"):
         yield
+
+
+def _map_limit() -> int:
+    try:
+        with open("/proc/sys/vm/max_map_count") as f:
+            return int(f.read()) // 2
+    except (OSError, ValueError):
+        return 0
+
+
+_MAP_LIMIT = _map_limit()
+
+
+def _mappings() -> int:
+    with open("/proc/self/maps") as f:
+        return sum(1 for _ in f)
+
+
+@pytest.fixture(autouse=True)
+def _bounded_compiled_code():
+    """Drops JAX's compiled executables when the process holds half of Linux's memory-mapping
+    limit (``vm.max_map_count``, 65530 by default). Every executable XLA compiles for the CPU
+    keeps a few mappings of machine code, and one test process compiles thousands (the
+    equivalence tests alone reach the limit in a single process), after which the next
+    compilation fails inside XLA with a segmentation fault."""
+    yield
+    if _MAP_LIMIT and _mappings() > _MAP_LIMIT:
+        import gc
+
+        jax.clear_caches()
+        gc.collect()
