@@ -8,12 +8,13 @@ A sweep is described by a TOML file or an equivalent dict (:func:`load_config`):
     trials = 1000                 # trials per grid point
     datasets = ["zipf", { name = "zipf", n = 1000 }]   # svtjax.datasets.load(name, **kwargs)
     metrics = ["f1", "precision", "ser", "ncr"]        # svtjax.metrics.METRICS, picks,
-                                                       # evaluated, cost
+                                                       # evaluated, cost, or registered
     shuffle = true                # a fresh random item order per trial (Lyu'17 Sec. 5)
     threshold = "lyu"             # mean of the c-th and (c+1)-th scores, or a number
     memory_budget_mb = 256        # working memory of one compiled chunk
     dtype = "float32"             # or "float64"
     points_per_batch = "auto"     # points vmapped together in one call (see below)
+    quantiles = [0.5]             # optional: per-trial quantiles of every metric (columns q0.5)
 
     [grid]                        # axes shared by every mechanism that takes the parameter
     epsilon = [0.1, 0.5, 1.0]
@@ -27,6 +28,7 @@ A sweep is described by a TOML file or an equivalent dict (:func:`load_config`):
 
     [[mechanisms]]
     name = "dpbook"
+    c = 10                        # a table may fix its own top-c size (also with k-mechanisms)
 
     [plot]                        # optional: what `svtjax sweep` draws
     x = "epsilon"
@@ -44,13 +46,36 @@ chunked so that (points per batch) × (trials per chunk) fits the memory budget;
 values come back to the host per chunk and are merged there in fixed blocks of
 :data:`BLOCK_TRIALS` trials, so the numbers never depend on the chunk size, the number of
 devices or processes, or on which other points are in the sweep (vmapping several points may
-change the last bit of a float sum inside a metric).
+change the last bit of a float sum inside a metric). A batch of one point is not vmapped: that
+would only add tracing time (about 0.3 s per group on the 2-core CPU, which adds up over the
+many small groups of an experiment), and without it a point's numbers equal ``svtjax.simulate``
+reduced by the same metrics bit for bit.
 
 Seeds: point ``p`` runs trial ``t`` with ``fold_in(key(point_seed(p)), t)``, where
 ``point_seed`` is a hash of the sweep seed, the dataset and the mechanism with its parameters,
 so that adding or removing a point never changes another point's numbers, and the numbers of a
 point equal ``svtjax.simulate(mech, scores, T, trials=..., seed=point_seed(p))`` reduced by the
 same metrics.
+
+Extension points, for experiments whose numbers are not a mean of a built-in metric:
+
+* :func:`register_metric` adds a named per-trial metric ``fn(outcome, scores, c, ctx) ->
+  float[trials]`` computed inside the compiled chunk (``ctx``: :class:`MetricContext` with each
+  trial's threshold, a per-trial key independent of the mechanism's, the point's mechanism and
+  host-side values its ``prepare(mech, c)`` computed per point); a sweep names it in
+  ``metrics`` like a built-in one.
+* ``threshold`` may name a per-trial threshold rule (:data:`THRESHOLD_RULES`, e.g. ``"ding"``:
+  Ding et al. 2019's random rank between the top 2c and 8c; :func:`register_threshold` adds
+  one): each trial draws its own threshold inside the compiled chunk.
+* A dataset entry may carry ``permute = <seed>`` (an int or a list of ints): the items are put in
+  the fixed order ``numpy.random.default_rng(seed).permutation(n)`` before anything runs (an
+  item order fixed per dataset, where ``shuffle`` draws one per trial).
+
+Seeds of the extensions: trial ``t`` of a point draws its threshold and its metric randomness
+from ``fold_in(fold_in(fold_in(key(point_seed), 2**32 - 1), t), i)`` with ``i = 0`` (threshold)
+and ``i = 1`` (metrics), never from the mechanism's key ``fold_in(key(point_seed), t)``; with a
+per-trial threshold rule a point's numbers equal ``mech(fold_in(key(point_seed), t), scores,
+threshold_t)`` trial by trial.
 
 Output (``out`` directory): ``results.csv`` (tidy: one row per point × metric with mean, std,
 standard error, 95% interval, trials, seconds), ``results.parquet`` when pyarrow is installed,
@@ -75,22 +100,28 @@ import pathlib
 import platform
 import sys
 import time
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, NamedTuple, Optional, Sequence
 
 import numpy as np
 
 __all__ = [
     "BLOCK_TRIALS",
     "EXTRA_METRICS",
+    "Metric",
+    "MetricContext",
     "Point",
     "SweepConfig",
     "SweepConfigError",
     "SweepResult",
+    "THRESHOLD_RULES",
+    "ThresholdRule",
     "builtin_configs",
     "expand",
     "load_config",
     "metric_names",
     "read_results",
+    "register_metric",
+    "register_threshold",
     "run",
 ]
 
@@ -105,7 +136,7 @@ EXTRA_METRICS = {
 }
 
 _SWEEP_KEYS = {"name", "seed", "trials", "datasets", "metrics", "shuffle", "threshold",
-               "memory_budget_mb", "dtype", "description", "points_per_batch"}
+               "memory_budget_mb", "dtype", "description", "points_per_batch", "quantiles"}
 _TOP_KEYS = {"sweep", "grid", "mechanisms", "plot"}
 _CSV_FIXED = ["dataset", "mechanism", "label"]
 _CSV_STATS = ["threshold", "metric", "mean", "std", "se", "ci_low", "ci_high", "trials",
@@ -117,10 +148,157 @@ class SweepConfigError(ValueError):
 
 
 def metric_names() -> list[str]:
-    """Every metric a sweep can report: ``svtjax.metrics.METRICS`` and :data:`EXTRA_METRICS`."""
+    """Every metric a sweep can report: ``svtjax.metrics.METRICS``, :data:`EXTRA_METRICS` and
+    the metrics added with :func:`register_metric`."""
     from svtjax import metrics
 
-    return list(metrics.METRICS) + list(EXTRA_METRICS)
+    return list(metrics.METRICS) + list(EXTRA_METRICS) + list(REGISTERED_METRICS)
+
+
+# -- extension points: registered metrics and per-trial threshold rules ----------------------
+
+class MetricContext(NamedTuple):
+    """What a registered metric sees besides the Outcomes, the scores and c (inside the jit).
+
+    Attributes:
+      thresholds: float[trials], each trial's threshold (the point's threshold broadcast, or
+        the per-trial draws of a threshold rule).
+      keys: key[trials], per-trial PRNG keys independent of the mechanism's (for randomness a
+        metric adds, e.g. an independent measurement of the selected queries).
+      mech: the point's mechanism (numeric parameters traced, structure static).
+      k: the group's largest c (a Python int): a static bound on c for fixed-size arrays.
+      prepared: registered metric name -> its ``prepare(mech, c)`` value for this point.
+    """
+
+    thresholds: Any
+    keys: Any
+    mech: Any
+    k: int
+    prepared: dict
+
+
+@dataclasses.dataclass(frozen=True)
+class Metric:
+    """A registered per-trial metric (see :func:`register_metric`)."""
+
+    name: str
+    fn: Callable
+    description: str
+    prepare: Optional[Callable] = None
+
+
+REGISTERED_METRICS: dict[str, Metric] = {}
+"""Metrics added with :func:`register_metric`, by name."""
+
+
+def register_metric(name: str, fn: Callable, description: str, *,
+                    prepare: Optional[Callable] = None) -> Metric:
+    """Adds a per-trial metric that sweeps can name in ``metrics``.
+
+    Args:
+      name: the metric's name (not a built-in one); registering a name again replaces it.
+      fn: ``fn(outcome, scores, c, ctx) -> float[trials]``, traced inside the compiled chunk:
+        ``outcome`` a batch of Outcomes (leading trial axis), ``scores`` float[n] in stream
+        order, ``c`` the point's top-c size (int32, traced), ``ctx`` a :class:`MetricContext`.
+      description: one line, recorded in ``results.json``.
+      prepare: optional ``prepare(mech, c) -> float`` (or a dict of floats, the same keys for
+        every point), run on the host once per point with the concrete mechanism (for what
+        cannot be traced, e.g. a quantile found by bisection); the value reaches ``fn`` as
+        ``ctx.prepared[name]`` (a traced scalar, or a dict of them).
+
+    Returns:
+      The :class:`Metric`. A point's id (what resume matches) includes a hash of the source of
+      ``fn`` and ``prepare``, so editing them recomputes the points that use the metric.
+
+    Raises:
+      ValueError: ``name`` is a built-in metric.
+    """
+    from svtjax import metrics
+
+    if name in metrics.METRICS or name in EXTRA_METRICS:
+        raise ValueError(f"{name!r} is a built-in metric; register under another name")
+    if not callable(fn) or (prepare is not None and not callable(prepare)):
+        raise TypeError("fn (and prepare, if given) must be callable")
+    metric = Metric(str(name), fn, str(description), prepare)
+    REGISTERED_METRICS[metric.name] = metric
+    return metric
+
+
+@dataclasses.dataclass(frozen=True)
+class ThresholdRule:
+    """A per-trial threshold rule (see :func:`register_threshold`)."""
+
+    name: str
+    draw: Callable
+    description: str
+    check: Optional[Callable] = None
+
+
+THRESHOLD_RULES: dict[str, ThresholdRule] = {}
+"""Per-trial threshold rules a sweep can name in ``threshold``, by name (``"ding"`` built in)."""
+
+
+def register_threshold(name: str, draw: Callable, description: str, *,
+                       check: Optional[Callable] = None) -> ThresholdRule:
+    """Adds a per-trial threshold rule that sweeps can name in ``threshold``.
+
+    Args:
+      name: the rule's name (not ``"lyu"``); registering a name again replaces it.
+      draw: ``draw(key, sorted_scores, c) -> float``, one trial's threshold, traced inside the
+        compiled chunk: ``sorted_scores`` the scores in descending order, ``c`` int32 traced.
+      description: one line.
+      check: optional ``check(n, c)`` run on the host before compiling; raises ValueError when
+        the rule cannot serve a dataset of n items at top-c size c.
+    """
+    if name == "lyu":
+        raise ValueError("'lyu' is the built-in fixed threshold rule")
+    rule = ThresholdRule(str(name), draw, str(description), check)
+    THRESHOLD_RULES[rule.name] = rule
+    return rule
+
+
+def _ding_draw(key, sorted_scores, c):
+    import jax
+    import jax.numpy as jnp
+
+    i = jax.random.randint(key, (), 2 * c, 8 * c, dtype=jnp.int32)
+    return (sorted_scores[i] + sorted_scores[i + 1]) / 2
+
+
+def _ding_check(n: int, c: int) -> None:
+    if 8 * c + 1 > n:
+        raise ValueError(f"threshold \"ding\" needs at least 8c + 1 = {8 * c + 1} items; the "
+                         f"dataset has {n} (use a smaller c)")
+
+
+register_threshold(
+    "ding", _ding_draw, "Ding et al. 2019 (svtjax.datasets.ding_threshold): index i uniform on "
+    "{2c, ..., 8c - 1} (jax.random.randint, int32), threshold = mean of the descending scores "
+    "at 0-based positions i, i + 1",
+    check=_ding_check)
+
+
+def _source_hash(*fns: Optional[Callable]) -> str:
+    """A hash of the functions' names, bound arguments and the source of their modules (which
+    hold the helpers they call)."""
+    import inspect
+
+    h = hashlib.sha256()
+    for fn in fns:
+        if fn is None:
+            continue
+        args = ()
+        while isinstance(fn, functools.partial):
+            args += (repr(fn.args), repr(sorted(fn.keywords.items())))
+            fn = fn.func
+        try:
+            text = inspect.getsource(inspect.getmodule(fn))
+        except (OSError, TypeError):
+            text = ""
+        h.update(f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', '')}".encode())
+        h.update(text.encode())
+        h.update(repr(args).encode())
+    return h.hexdigest()[:12]
 
 
 # -- configuration -----------------------------------------------------------------------------
@@ -135,8 +313,8 @@ class SweepConfig:
       mechanisms: list of mechanism tables (``name``, optional ``label``, parameters; list
         values are axes).
       grid: axes shared by every mechanism that takes the parameter (``c`` by every one).
-      trials, seed, metrics, shuffle, threshold, memory_budget_mb, dtype: see the module
-        docstring.
+      trials, seed, metrics, shuffle, threshold, memory_budget_mb, dtype, points_per_batch,
+        quantiles: see the module docstring.
       plot: plot settings (``x``, ``y``).
       raw: the config as given (a dict), recorded in the sidecar JSON.
     """
@@ -153,6 +331,7 @@ class SweepConfig:
     memory_budget_mb: float = 256.0
     dtype: str = "float32"
     points_per_batch: Any = "auto"
+    quantiles: tuple = ()
     plot: dict = dataclasses.field(default_factory=dict)
     raw: dict = dataclasses.field(default_factory=dict)
 
@@ -238,10 +417,17 @@ def _validate_config(raw: dict) -> SweepConfig:
     if not isinstance(shuffle, bool):
         raise _fail(f"[sweep] shuffle must be true or false; got {shuffle!r}")
     threshold = sweep.get("threshold", "lyu")
-    if not (threshold == "lyu" or (isinstance(threshold, (int, float))
-                                   and not isinstance(threshold, bool)
-                                   and math.isfinite(threshold))):
-        raise _fail(f"[sweep] threshold must be \"lyu\" or a finite number; got {threshold!r}")
+    if not (threshold == "lyu" or (isinstance(threshold, str) and threshold in THRESHOLD_RULES)
+            or (isinstance(threshold, (int, float)) and not isinstance(threshold, bool)
+                and math.isfinite(threshold))):
+        rules = ", ".join(f'"{r}"' for r in THRESHOLD_RULES)
+        raise _fail(f"[sweep] threshold must be \"lyu\", a per-trial rule ({rules}) or a finite "
+                    f"number; got {threshold!r}")
+    quantiles = sweep.get("quantiles", [])
+    if not isinstance(quantiles, list) or not all(
+            isinstance(q, (int, float)) and not isinstance(q, bool) and 0 <= q <= 1
+            for q in quantiles):
+        raise _fail(f"[sweep] quantiles must be a list of numbers in [0, 1]; got {quantiles!r}")
     budget = sweep.get("memory_budget_mb", 256)
     if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not budget > 0:
         raise _fail(f"[sweep] memory_budget_mb must be a positive number; got {budget!r}")
@@ -275,6 +461,13 @@ def _validate_config(raw: dict) -> SweepConfig:
             load_name = entry["name"]
         else:
             raise _fail(f"a dataset must be a name or a table with a name; got {entry!r}")
+        if "permute" in kwargs:
+            perm = kwargs["permute"]
+            parts = perm if isinstance(perm, list) else [perm]
+            if not parts or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0
+                                    for x in parts):
+                raise _fail(f"dataset {load_name!r}: permute must be an integer >= 0 or a list "
+                            f"of them (a seed of the fixed item order); got {perm!r}")
         if ds._registry.canonical(load_name) not in ds.names():
             raise _fail(f"unknown dataset {load_name!r}; known datasets: {', '.join(ds.names())}")
         ident = load_name + ("[" + ",".join(f"{k}={v}" for k, v in sorted(kwargs.items())) + "]"
@@ -315,6 +508,12 @@ def _validate_config(raw: dict) -> SweepConfig:
         for key in table:
             if key in ("name", "label"):
                 continue
+            if key == "c":  # the table's own top-c size, also for mechanisms that take k
+                for c in table[key] if isinstance(table[key], list) else [table[key]]:
+                    if isinstance(c, bool) or not isinstance(c, int) or c < 1:
+                        raise _fail(f"{mname}: c must be an integer >= 1 or a list of them; "
+                                    f"got {table[key]!r}")
+                continue
             if key not in params:
                 raise _fail(f"{mname} does not take parameter {key!r}; valid parameters are: "
                             f"{', '.join(params)}")
@@ -334,7 +533,8 @@ def _validate_config(raw: dict) -> SweepConfig:
     config = SweepConfig(name=name, datasets=tuple(datasets), mechanisms=tuple(tables),
                          grid=grid, trials=trials, seed=seed, metrics=tuple(metric_list),
                          shuffle=shuffle, threshold=threshold, memory_budget_mb=float(budget),
-                         dtype=dtype, points_per_batch=ppb, plot=plot, raw=raw)
+                         dtype=dtype, points_per_batch=ppb,
+                         quantiles=tuple(float(q) for q in quantiles), plot=plot, raw=raw)
     expand(config)  # builds every mechanism: bad parameter values fail here, before compiling
     return config
 
@@ -370,10 +570,17 @@ class Point:
         return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little") & 0x7FFFFFFF
 
     def point_id(self, config: SweepConfig) -> str:
-        """Content hash of the point, what it computes (trials, metrics) and the code version."""
-        text = json.dumps({**self.describe(config), "trials": config.trials,
-                           "metrics": sorted(config.metrics), "code": code_version()},
-                          sort_keys=True)
+        """Content hash of the point, what it computes (trials, metrics) and the code version
+        (with the source of any registered metric it uses, and its quantiles)."""
+        what = {**self.describe(config), "trials": config.trials,
+                "metrics": sorted(config.metrics), "code": code_version()}
+        registered = {m: _source_hash(REGISTERED_METRICS[m].fn, REGISTERED_METRICS[m].prepare)
+                      for m in config.metrics if m in REGISTERED_METRICS}
+        if registered:
+            what["metric_code"] = registered
+        if config.quantiles:
+            what["quantiles"] = list(config.quantiles)
+        text = json.dumps(what, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:20]
 
     def build(self):
@@ -410,6 +617,7 @@ def expand(config: SweepConfig) -> list[Point]:
             accepted = svtjax.mechanisms.parameters(name)
             fixed = {k: v for k, v in table.items() if k not in ("name", "label")}
             axes = {k: v for k, v in config.grid.items() if k in accepted or k == "c"}
+            # a table's c (its own top-c size) replaces the grid's, as any fixed parameter
             for k, v in fixed.items():
                 axes[k] = v if isinstance(v, list) else [v]
             keys = list(axes)
@@ -476,7 +684,8 @@ TRACES: dict[str, int] = {}
 """Mechanism name -> number of times a group kernel was traced (each trace is one compile)."""
 
 
-def _per_trial(out, scores, c, *, k: int, metrics: tuple):
+def _per_trial(out, scores, c, *, k: int, metrics: tuple,
+               ctx: Optional[MetricContext] = None):
     """float[len(metrics), trials]: per-trial metric values of a batch of Outcomes."""
     import jax.numpy as jnp
 
@@ -488,7 +697,10 @@ def _per_trial(out, scores, c, *, k: int, metrics: tuple):
     every = M.evaluate(picks, scores, c) if any(m in M.METRICS for m in metrics) else {}
     rows = []
     for m in metrics:
-        if m in M.METRICS:
+        if m in REGISTERED_METRICS:
+            rows.append(jnp.broadcast_to(REGISTERED_METRICS[m].fn(out, scores, c, ctx),
+                                         out.answers.shape[:1]).astype(dtype))
+        elif m in M.METRICS:
             rows.append(every[m].astype(dtype))
         elif m == "picks":
             valid = picks >= 0
@@ -507,13 +719,19 @@ def _mesh(num_devices: int):
     return Mesh(np.asarray(jax.local_devices()[:num_devices]), ("trials",))
 
 
+AUX_STREAM = 2**32 - 1
+"""``fold_in`` index of a point's auxiliary key stream (per-trial thresholds and metric
+randomness): never a trial index, so never a mechanism's key."""
+
+
 @functools.lru_cache(maxsize=None)
-def _kernel(k: int, metrics: tuple, shuffle: bool, chunk: int, num_devices: int):
+def _kernel(k: int, metrics: tuple, shuffle: bool, chunk: int, num_devices: int,
+            rule: Optional[str] = None):
     import jax
     import jax.numpy as jnp
     from jax.sharding import NamedSharding, PartitionSpec
 
-    def group_chunk(mechs, seeds, thresholds, cs, scores, start):
+    def group_chunk(mechs, seeds, thresholds, cs, prepared, scores, start):
         name = type(mechs).__name__
         TRACES[getattr(mechs, "name", name)] = TRACES.get(getattr(mechs, "name", name), 0) + 1
         idx = start + jnp.arange(chunk)
@@ -521,14 +739,36 @@ def _kernel(k: int, metrics: tuple, shuffle: bool, chunk: int, num_devices: int)
             idx = jax.lax.with_sharding_constraint(
                 idx, NamedSharding(_mesh(num_devices), PartitionSpec("trials")))
 
-        def point(mech, seed, thr, c):
+        def point(mech, seed, thr, c, prep):
             root = jax.random.key(seed)
             keys = jax.vmap(lambda t: jax.random.fold_in(root, t))(idx)
-            t = jnp.broadcast_to(thr.astype(scores.dtype), scores.shape)
-            out = mech.run_batch(keys, scores, t, shuffle=shuffle)
-            return _per_trial(out, scores, c, k=k, metrics=metrics)
+            aux_root = jax.random.fold_in(root, AUX_STREAM)
+            aux = jax.vmap(lambda t: jax.random.fold_in(aux_root, t))(idx)
+            if rule is None:
+                t = jnp.broadcast_to(thr.astype(scores.dtype), scores.shape)
+                out = mech.run_batch(keys, scores, t, shuffle=shuffle)
+                per_trial = jnp.broadcast_to(thr.astype(scores.dtype), idx.shape)
+            else:  # each trial its own threshold: one-trial batches, vmapped
+                desc = jnp.sort(scores)[::-1]
+                draw = THRESHOLD_RULES[rule].draw
+                per_trial = jax.vmap(lambda a: draw(jax.random.fold_in(a, 0), desc, c))(
+                    aux).astype(scores.dtype)
 
-        return jax.vmap(point)(mechs, seeds, thresholds, cs)
+                def one(key, t):
+                    t = jnp.broadcast_to(t, scores.shape)
+                    return jax.tree_util.tree_map(
+                        lambda x: x[0], mech.run_batch(key[None], scores, t, shuffle=shuffle))
+
+                out = jax.vmap(one)(keys, per_trial)
+            ctx = MetricContext(per_trial, jax.vmap(lambda a: jax.random.fold_in(a, 1))(aux),
+                                mech, k, prep)
+            return _per_trial(out, scores, c, k=k, metrics=metrics, ctx=ctx)
+
+        if seeds.shape[0] == 1:  # one point per call (the CPU default): no vmap to trace
+            one = jax.tree_util.tree_map(lambda x: x[0], (mechs, seeds, thresholds, cs,
+                                                          prepared))
+            return point(*one)[None]
+        return jax.vmap(point)(mechs, seeds, thresholds, cs, prepared)
 
     return jax.jit(group_chunk)
 
@@ -695,6 +935,8 @@ def _threshold(config: SweepConfig, scores: np.ndarray, c: int) -> float:
 
     if config.threshold == "lyu":
         return ds.lyu_threshold(scores, c)
+    if isinstance(config.threshold, str):  # a per-trial rule: no single threshold
+        return math.nan
     return float(config.threshold)
 
 
@@ -703,13 +945,18 @@ def _load_datasets(config: SweepConfig) -> dict[str, np.ndarray]:
 
     out = {}
     for ident, name, kwargs in config.datasets:
+        kwargs = dict(kwargs)
+        permute = kwargs.pop("permute", None)
         try:
             data = ds.load(name, **kwargs)
         except ds.DatasetNotAvailableError as err:
             raise _fail(f"dataset {name!r} is not available: {str(err).splitlines()[0]}") from err
         except (TypeError, ValueError) as err:
             raise _fail(f"dataset {ident!r}: {err}") from err
-        out[ident] = np.asarray(data.scores, np.float64)
+        scores = np.asarray(data.scores, np.float64)
+        if permute is not None:
+            scores = scores[np.random.default_rng(permute).permutation(scores.shape[0])]
+        out[ident] = scores
     return out
 
 
@@ -721,7 +968,7 @@ def _write_json(path: pathlib.Path, obj: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=1, sort_keys=True)
+        json.dump(obj, f, indent=1, sort_keys=True, default=repr)  # repr: e.g. Noise objects
     os.replace(tmp, path)
 
 
@@ -770,6 +1017,9 @@ def run(config: Any, out: Optional[str | os.PathLike] = None, *, resume: bool = 
         raise _fail("dtype = \"float64\" needs jax_enable_x64 (set JAX_ENABLE_X64=1, or use "
                     "svtjax sweep, which enables it)")
     dtype = jnp.float64 if config.dtype == "float64" else jnp.float32
+    from svtjax import _malloc
+
+    _malloc.tune_allocator()  # as simulate does: no page faults on every large buffer
     pidx = jax.process_index() if process_index is None else int(process_index)
     pcount = jax.process_count() if process_count is None else int(process_count)
     available = len(jax.local_devices())
@@ -787,10 +1037,16 @@ def run(config: Any, out: Optional[str | os.PathLike] = None, *, resume: bool = 
     if pcount > 1 and outdir is None:
         raise _fail("a sweep split over several processes needs an output directory (out) on "
                     "a filesystem every process sees")
+    rule = THRESHOLD_RULES.get(config.threshold) if isinstance(config.threshold, str) else None
     for p in points:
         n = scores_by[p.dataset].shape[0]
         if p.c >= n:
             raise _fail(f"c={p.c} must be smaller than the {n} items of dataset {p.dataset!r}")
+        if rule is not None and rule.check is not None:
+            try:
+                rule.check(n, p.c)
+            except ValueError as err:
+                raise _fail(f"dataset {p.dataset!r}, c={p.c}: {err}") from err
     ids = [p.point_id(config) for p in points]
     records: dict[str, dict] = {}
     if outdir is not None and resume:
@@ -827,7 +1083,8 @@ def run(config: Any, out: Optional[str | os.PathLike] = None, *, resume: bool = 
             pb, chunk = plan(len(members), config.trials, per_trial, budget,
                              _points_per_batch(config))
             ndev = _devices_for(chunk, num_devices)
-            kernel = _kernel(k, tuple(config.metrics), config.shuffle, chunk, ndev)
+            kernel = _kernel(k, tuple(config.metrics), config.shuffle, chunk, ndev,
+                             None if rule is None else rule.name)
             for b0 in range(0, len(members), pb):
                 batch = members[b0:b0 + pb]
                 padded = batch + [batch[-1]] * (pb - len(batch))
@@ -838,12 +1095,17 @@ def run(config: Any, out: Optional[str | os.PathLike] = None, *, resume: bool = 
                 thr = jnp.asarray([_threshold(config, scores_np, points[i].c) for i in padded],
                                   dtype)
                 cs = jnp.asarray([points[i].c for i in padded], jnp.int32)
+                prepared = _prepared(config, [mechs[i] for i in padded],
+                                     [points[i].c for i in padded], dtype)
                 stats = _Stats((pb, len(config.metrics)))
+                kept = []  # per-trial values, only for quantiles
                 t0 = time.perf_counter()
                 for s in range(0, config.trials, chunk):
-                    vals = np.asarray(jax.device_get(kernel(stacked, seeds, thr, cs, scores,
-                                                            jnp.int32(s))))
+                    vals = np.asarray(jax.device_get(kernel(stacked, seeds, thr, cs, prepared,
+                                                            scores, jnp.int32(s))))
                     stats.add_blocks(vals, min(chunk, config.trials - s))
+                    if config.quantiles:
+                        kept.append(np.asarray(vals, np.float64)[..., :config.trials - s])
                     label = points[batch[0]].label
                     bar.update(len(batch) * min(chunk, config.trials - s),
                                f"{points[batch[0]].dataset} {label}")
@@ -855,6 +1117,10 @@ def run(config: Any, out: Optional[str | os.PathLike] = None, *, resume: bool = 
                            "stats": {m: [float(stats.n[j, q]), float(stats.mean[j, q]),
                                          float(stats.m2[j, q])]
                                      for q, m in enumerate(config.metrics)}}
+                    if config.quantiles:
+                        every = np.concatenate(kept, axis=-1)[j]
+                        rec["quantiles"] = {m: [float(v) for v in np.quantile(
+                            every[q], config.quantiles)] for q, m in enumerate(config.metrics)}
                     records[ids[i]] = rec
                     if outdir is not None:
                         _write_json(_point_record_path(outdir, ids[i]), rec)
@@ -878,6 +1144,26 @@ def run(config: Any, out: Optional[str | os.PathLike] = None, *, resume: bool = 
             "compiles": compiles, "seconds": time.perf_counter() - start_time})
     return SweepResult(rows, None if outdir is None else str(outdir), files, computed, reused,
                        compiles, time.perf_counter() - start_time)
+
+
+def _prepared(config: SweepConfig, mechs: Sequence, cs: Sequence[int], dtype) -> dict:
+    """Registered metrics' ``prepare(mech, c)`` values of a batch of points, stacked: name ->
+    float[points] (or a dict of them)."""
+    import jax
+    import jax.numpy as jnp
+
+    out = {}
+    for m in config.metrics:
+        metric = REGISTERED_METRICS.get(m)
+        if metric is not None and metric.prepare is not None:
+            values = [metric.prepare(mech, c) for mech, c in zip(mechs, cs)]
+            out[m] = jax.tree_util.tree_map(
+                lambda *xs: jnp.asarray([float(x) for x in xs], dtype), *values)
+    return out
+
+
+def _quantile_column(q: float) -> str:
+    return f"q{q:g}"
 
 
 def _wait_for(outdir, points, ids, records, timeout, log) -> None:
@@ -914,8 +1200,10 @@ def _rows(config, points, ids, records, which) -> list[dict]:
             base[col] = v if not isinstance(v, tuple) else json.dumps(list(v))
         for m in config.metrics:
             n, mean, m2 = rec["stats"][m]
+            quantiles = {_quantile_column(q): v for q, v in
+                         zip(config.quantiles, rec.get("quantiles", {}).get(m, []))}
             rows.append({**base, "threshold": rec["threshold"], "metric": m,
-                         **_summarise(n, mean, m2), "seconds": rec["seconds"],
+                         **_summarise(n, mean, m2), **quantiles, "seconds": rec["seconds"],
                          "seed": rec["seed"], "point_id": ids[i]})
     return rows
 
@@ -951,7 +1239,8 @@ def _write_outputs(config, rows, outdir: pathlib.Path, info: dict) -> list[str]:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        table = pa.Table.from_pylist([{k: (str(v) if k not in _NUMERIC else v)
+        numeric = _NUMERIC | {_quantile_column(q) for q in config.quantiles}
+        table = pa.Table.from_pylist([{k: (str(v) if k not in numeric else v)
                                        for k, v in r.items()} for r in rows])
         pq.write_table(table, outdir / "results.parquet")
         files.append(str(outdir / "results.parquet"))
@@ -959,8 +1248,7 @@ def _write_outputs(config, rows, outdir: pathlib.Path, info: dict) -> list[str]:
         pass
     sidecar = {"config": config.raw, "name": config.name, "versions": versions(),
                "code_version": code_version(), "metrics": list(config.metrics),
-               "metric_definitions": {m: EXTRA_METRICS.get(m, f"svtjax.metrics.{m}")
-                                      for m in config.metrics},
+               "metric_definitions": {m: _metric_definition(m) for m in config.metrics},
                "interval": "95% Student-t interval for the mean (mean ± t(0.975, trials-1) se)",
                "seconds_note": "wall time of a point's batch divided by the points in it, "
                                "compilation included on a group's first batch",
@@ -968,6 +1256,12 @@ def _write_outputs(config, rows, outdir: pathlib.Path, info: dict) -> list[str]:
     _write_json(outdir / "results.json", sidecar)
     files.append(str(outdir / "results.json"))
     return files
+
+
+def _metric_definition(name: str) -> str:
+    if name in REGISTERED_METRICS:
+        return REGISTERED_METRICS[name].description
+    return EXTRA_METRICS.get(name, f"svtjax.metrics.{name}")
 
 
 _NUMERIC = {"threshold", "mean", "std", "se", "ci_low", "ci_high", "trials", "seconds", "seed",
@@ -1007,12 +1301,19 @@ def _number(text: str) -> Any:
     return text
 
 
+def _is_quantile(column: str) -> bool:
+    try:
+        return column.startswith("q") and 0 <= float(column[1:]) <= 1
+    except ValueError:
+        return False
+
+
 def format_table(rows: Sequence[dict], metrics: Optional[Sequence[str]] = None) -> str:
     """A plain-text table: one line per point, ``mean ± half-width`` of each metric."""
     if not rows:
         return "(no results)"
     metrics = list(dict.fromkeys(r["metric"] for r in rows)) if metrics is None else metrics
-    skip = set(_CSV_STATS) | {"mechanism"}
+    skip = set(_CSV_STATS) | {"mechanism"} | {k for k in rows[0] if _is_quantile(k)}
     keys = [k for k in rows[0] if k not in skip]
     by: dict[tuple, dict] = {}
     for r in rows:

@@ -142,3 +142,57 @@ def test_module_runs_as_script(monkeypatch, capsys):
     assert done.value.code == 0
     out = capsys.readouterr().out
     assert "--quick" in out and "--paper" in out and "--order" in out
+
+
+def test_traced_estimators_equal_the_reference():
+    """The in-chunk errors β − q equal svtjax.estimators' BLUE / inverse-variance combination
+    minus q (common random numbers, float64)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    k, lam = 8, estimators.topk_lambda(True)
+    q = -np.sort(-rng.uniform(100, 5000, (50, k)), axis=1)
+    e = 7 * rng.laplace(size=(50, k))
+    eta = 5 * rng.laplace(size=(50, k))
+    noisy = q + eta
+    gaps = np.concatenate([noisy[:, :-1] - noisy[:, 1:], rng.uniform(0, 3, (50, 1))], axis=1)
+    q_next = np.concatenate([q[:, 1:], q[:, -1:]], axis=1)
+    for c in (1, 2, 5, k):
+        ref = estimators.blue_top_k(q[:, :c] + e[:, :c], gaps[:, :c], lam) - q[:, :c]
+        got = np.asarray(ding2019.blue_top_k_errors(e, gaps - (q - q_next), c, lam))
+        np.testing.assert_allclose(got[:, :c], ref, rtol=1e-9, atol=1e-9)
+        assert np.all(got[:, c:] == 0)
+    t, va, vg = 1234.5, 2 * 7.0**2, 3.0
+    gap = q + eta - t
+    ref = estimators.combine_inverse_variance(q + e, va, gap, t, vg) - q
+    got = np.asarray(ding2019.combine_errors(e, gap + t - q, va, vg))
+    np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-9)
+
+
+def test_ratio_standard_error_from_moments():
+    """The delta-method SE from the engine's moments (Cov from Var(b − a)) equals the one from
+    the per-run arrays."""
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    a = rng.gamma(2.0, 3.0, 500)
+    b = 0.6 * a + rng.gamma(1.0, 1.0, 500)
+    cov = np.cov(b, a)
+    mb, ma, n = b.mean(), a.mean(), len(a)
+    direct = (cov[0, 0] / ma**2 - 2 * mb * cov[0, 1] / ma**3 + mb**2 * cov[1, 1] / ma**4) / n
+    from_moments = (a.var(ddof=1) + b.var(ddof=1) - (b - a).var(ddof=1)) / 2
+    ratio, se = ding2019._ratio_se(mb, ma, b.var(ddof=1), a.var(ddof=1), from_moments, n)
+    assert ratio == pytest.approx(mb / ma, rel=1e-12)
+    assert se == pytest.approx(math.sqrt(direct), rel=1e-9)
+
+
+def test_per_run_order(tmp_path):
+    """--order per-run: the engine's per-trial shuffle; the MSE and adaptive cells stay sane."""
+    config = ding2019.Config(datasets=("t40i10d100k",), ks=(4,), epsilons=(0.7,), fig2_k=4,
+                             trials=200, order="per-run", out=str(tmp_path), verbose=False)
+    results, _ = ding2019.run(config, log=lambda *a: None)
+    for r in results["mse"]:
+        assert r["runs_used"] == 200 and 0 < r["mse_combined"] < r["mse_measure"]
+        assert abs(r["z"]) < 6, r  # loose (6 SE), as test_mse_columns_are_sane
+    (r,) = results["adaptive"]
+    assert r["svt_answers"] <= 4 + 1e-9 < r["adaptive_answers"]

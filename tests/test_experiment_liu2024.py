@@ -36,6 +36,9 @@ def test_quick_run(tmp_path, monkeypatch):
     # Table 5's Mean row is 52.32/ε under the monotonic rate and the (2c)^(2/3) split
     for r in _read(os.path.join(out, "table5.csv")):
         assert float(r["mean_h1"]) == pytest.approx(52.32 / float(r["epsilon"]), rel=1e-4)
+    # Figures 7-8 ran on the sweep engine, which kept its tidy results (a rerun resumes)
+    for fig in ("fig7", "fig8"):
+        assert os.path.getsize(os.path.join(out, "sweep", fig, "t40i10d100k", "results.csv")) > 0
     text = open(os.path.join(out, "summary.md"), encoding="utf-8").read()
     assert "Table 5" in text and "Acceptance" in text and "35450.45" in text
 

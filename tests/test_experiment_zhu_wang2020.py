@@ -20,6 +20,8 @@ def test_tiny_run_writes_outputs(tmp_path):
         assert r["epsilon"] <= config.epsilon * (1 + 1e-9), r
         assert r["epsilon"] >= 0.99 * config.epsilon, r
         assert 1 <= r["mean_length"] <= config.stream
+        assert 1 <= r["median_length"] <= config.stream and 0 <= r["censored"] <= 1
+        assert r["trials"] == config.trials
     # ε of the Gaussian mechanism grows with t; noisy screening is data-dependent and smaller
     gm = [r["epsilon"] for r in fig2 if r["method"] == "Gaussian mechanism"]
     assert all(np.diff(gm) > 0)
@@ -29,6 +31,9 @@ def test_tiny_run_writes_outputs(tmp_path):
     with open(tmp_path / "fig1_lengths.csv") as f:
         assert len(list(csv.DictReader(f))) == len(fig1)
     assert "Exp 3" in text and "CIFAR-10" in text
+    # the simulations ran on the sweep engine, which kept its tidy results
+    for sub in ("fig1_T5", "fig2"):
+        assert (tmp_path / "sweep" / sub / "results.csv").stat().st_size > 0
     assert text.count("| yes |") + text.count("| no |") == 5
 
 

@@ -3,6 +3,7 @@ device and process invariance, and agreement with ``svtjax.simulate``."""
 
 import csv
 import json
+import math
 import os
 import pathlib
 import socket
@@ -268,3 +269,149 @@ def test_parquet_when_pyarrow_is_installed(tmp_path):
     sweep.run(_config(), tmp_path, progress=False, log=lambda m: None)
     rows = sweep.read_results(tmp_path / "results.parquet")
     assert rows == sweep.read_results(tmp_path / "results.csv")
+
+
+# -- extension points ----------------------------------------------------------------------------
+
+def _count_evaluated(out, scores, c, ctx):
+    import jax.numpy as jnp
+
+    del scores, c, ctx
+    return jnp.sum(out.answers >= 0, axis=-1)
+
+
+def _count_evaluated_again(out, scores, c, ctx):
+    import jax.numpy as jnp
+
+    del scores, c, ctx
+    return jnp.sum(out.answers >= 0, axis=-1)
+
+
+def _eps_times_c(out, scores, c, ctx):
+    del scores, c
+    return ctx.prepared["t_epsc"]["value"] + 0 * out.answers[:, 0]
+
+
+def _thresholds(out, scores, c, ctx):
+    del out, scores, c
+    return ctx.thresholds
+
+
+def test_registered_metric_prepare_and_quantiles(tmp_path):
+    from svtjax.noise import Laplace
+
+    sweep.register_metric("t_count", _count_evaluated, "positions evaluated")
+    sweep.register_metric("t_epsc", _eps_times_c, "epsilon times c",
+                          prepare=lambda mech, c: {"value": float(mech.epsilon or 0.0) * c})
+    with pytest.raises(ValueError, match="built-in"):
+        sweep.register_metric("f1", _count_evaluated, "no")
+    raw = {"sweep": {"name": "ext", "trials": 300, "datasets": [{"name": "zipf", "n": N}],
+                     "metrics": ["t_count", "t_epsc", "evaluated"], "quantiles": [0.5, 0.9],
+                     "dtype": "float64", "seed": 5, "shuffle": False},
+           "grid": {"c": [3]},
+           "mechanisms": [{"name": "svt-s", "monotonic": True, "epsilon": [0.5, 2.0]},
+                          {"name": "generalized-svt", "label": "gen", "resample": True,
+                           "threshold_noise": Laplace(2.0), "query_noise": Laplace(4.0)}]}
+    cfg = sweep.load_config(raw)
+    res = sweep.run(cfg, tmp_path, progress=False, log=lambda m: None)
+    scores = svtjax.datasets.zipf(N).scores
+    T = svtjax.datasets.lyu_threshold(scores, 3)
+    rows = _by_id(res.rows)
+    for point in sweep.expand(cfg):
+        pid = point.point_id(cfg)
+        mech = point.build()
+        out = svtjax.simulate(mech, scores, T, trials=300, seed=point.seed(cfg))
+        count = np.sum(np.asarray(out.answers) >= 0, axis=1)
+        row = rows[(pid, "t_count")]
+        np.testing.assert_allclose([row["mean"], row["std"]], [count.mean(), count.std(ddof=1)],
+                                   rtol=1e-12)
+        np.testing.assert_allclose([row["q0.5"], row["q0.9"]], np.quantile(count, [0.5, 0.9]))
+        np.testing.assert_allclose(rows[(pid, "evaluated")]["q0.5"], np.median(count) / N)
+        eps = float(mech.epsilon or 0.0)  # generalized-svt: no ε (its noises are given)
+        assert rows[(pid, "t_epsc")]["mean"] == pytest.approx(eps * 3, rel=1e-12, abs=0)
+    # two points vmapped per call (the accelerator default): prepared values are stacked
+    raw["sweep"]["points_per_batch"] = 2
+    batched = _by_id(sweep.run(raw, progress=False, log=lambda m: None).rows)
+    for key, row in rows.items():
+        np.testing.assert_allclose(batched[key]["mean"], row["mean"], rtol=1e-12)
+    side = json.loads((tmp_path / "results.json").read_text())
+    assert "Laplace(scale=2.0)" in json.dumps(side["config"])
+    assert side["metric_definitions"]["t_count"] == "positions evaluated"
+    assert "q0.5" in sweep.read_results(tmp_path)[0]
+    # the id of a point follows the code of its registered metrics: resume never reuses stale
+    # numbers, and existing configs (built-in metrics only) keep their ids
+    before = sweep.expand(cfg)[0].point_id(cfg)
+    sweep.register_metric("t_count", _count_evaluated_again, "positions evaluated")
+    assert sweep.expand(cfg)[0].point_id(cfg) != before
+    sweep.register_metric("t_count", _count_evaluated, "positions evaluated")
+    assert sweep.expand(cfg)[0].point_id(cfg) == before
+
+
+def test_per_trial_threshold_rule_equals_one_trial_calls():
+    import jax
+
+    sweep.register_metric("t_count", _count_evaluated, "positions evaluated")
+    sweep.register_metric("t_thr", _thresholds, "the trial's threshold")
+    raw = {"sweep": {"name": "ding", "trials": 300, "datasets": [{"name": "zipf", "n": N}],
+                     "metrics": ["t_thr", "t_count", "picks"], "dtype": "float64", "seed": 2,
+                     "shuffle": False, "threshold": "ding"},
+           "grid": {"epsilon": [1.0], "c": [3, 6]},
+           "mechanisms": [{"name": "svt-s", "monotonic": True}]}
+    cfg = sweep.load_config(raw)
+    rows = _by_id(sweep.run(cfg, progress=False, log=lambda m: None).rows)
+    scores = np.asarray(svtjax.datasets.zipf(N).scores)
+    desc = np.sort(scores)[::-1]
+    for point in sweep.expand(cfg):
+        c, mech = point.c, point.build()
+        root = jax.random.key(point.seed(cfg))
+        aux = jax.random.fold_in(root, 2**32 - 1)
+        ts = np.arange(300)
+        idx = np.array([int(jax.random.randint(jax.random.fold_in(jax.random.fold_in(aux, t), 0),
+                                               (), 2 * c, 8 * c, dtype=np.int32)) for t in ts])
+        assert idx.min() >= 2 * c and idx.max() <= 8 * c - 1
+        thr = (desc[idx] + desc[idx + 1]) / 2  # svtjax.datasets.ding_threshold's rule
+        keys = jax.vmap(lambda t: jax.random.fold_in(root, t))(ts)
+        out = jax.vmap(lambda k, t: mech(k, scores, t))(keys, thr)
+        count = np.sum(np.asarray(out.answers) >= 0, axis=1)
+        picks = np.minimum(np.sum(np.asarray(out.answers) == 1, axis=1), c)
+        pid = point.point_id(cfg)
+        for name, values in (("t_thr", thr), ("t_count", count), ("picks", picks)):
+            np.testing.assert_allclose(rows[(pid, name)]["mean"], values.mean(), rtol=1e-12)
+            np.testing.assert_allclose(rows[(pid, name)]["std"], values.std(ddof=1), rtol=1e-9)
+        assert math.isnan(rows[(pid, "picks")]["threshold"])
+    raw["sweep"]["points_per_batch"] = 2  # the two c values vmapped in one call
+    batched = _by_id(sweep.run(raw, progress=False, log=lambda m: None).rows)
+    for key, row in rows.items():
+        np.testing.assert_allclose(batched[key]["mean"], row["mean"], rtol=1e-12)
+    raw["grid"]["c"] = [40]  # 8c + 1 = 321 items needed, zipf has 300
+    with pytest.raises(sweep.SweepConfigError, match="needs at least 8c"):
+        sweep.run(raw, progress=False, log=lambda m: None)
+    raw["sweep"]["threshold"] = "nope"
+    with pytest.raises(sweep.SweepConfigError, match="per-trial rule"):
+        sweep.load_config(raw)
+
+
+def test_table_c_for_k_mechanisms_and_a_permuted_dataset():
+    raw = {"sweep": {"name": "perm", "trials": 300, "dtype": "float64", "seed": 4,
+                     "datasets": [{"name": "zipf", "n": N, "permute": 7}], "metrics": ["f1"],
+                     "shuffle": False},
+           "grid": {"epsilon": [1.0], "c": [4]},
+           "mechanisms": [{"name": "report-noisy-max", "label": "rnm", "k": 6, "c": [2, 3],
+                           "monotonic": True}]}
+    cfg = sweep.load_config(raw)
+    points = sweep.expand(cfg)
+    assert [(p.c, dict(p.params)["k"]) for p in points] == [(2, 6), (3, 6)]
+    assert points[0].dataset == "zipf[n=300,permute=7]"
+    rows = _by_id(sweep.run(cfg, progress=False, log=lambda m: None).rows)
+    scores = svtjax.datasets.zipf(N).scores[np.random.default_rng(7).permutation(N)]
+    for p in points:
+        T = svtjax.datasets.lyu_threshold(scores, p.c)
+        out = svtjax.simulate(p.build(), scores, T, trials=300, seed=p.seed(cfg))
+        f1 = np.asarray(svtjax.metrics.f1(svtjax.selected(out, 3), scores, p.c))
+        np.testing.assert_allclose(rows[(p.point_id(cfg), "f1")]["mean"], f1.mean(), rtol=1e-12)
+    unpermuted = dict(raw, sweep=dict(raw["sweep"], datasets=[{"name": "zipf", "n": N}]))
+    cfg2 = sweep.load_config(unpermuted)
+    assert {p.seed(cfg2) for p in sweep.expand(cfg2)}.isdisjoint({p.seed(cfg) for p in points})
+    bad = dict(raw, sweep=dict(raw["sweep"], datasets=[{"name": "zipf", "permute": -1}]))
+    with pytest.raises(sweep.SweepConfigError, match="permute must be"):
+        sweep.load_config(bad)

@@ -13,6 +13,12 @@ flagged, and no mechanism's bound may exceed what its ``privacy()`` proves (colu
 Outputs (``--out``, default ``results/audit/``): ``audit.csv`` (one row per mechanism) and
 ``audit.md`` (the table, then each witness in full).
 
+Not a configuration of the sweep engine (``svtjax.sweep``): an audit is a per-mechanism search
+over pairs of neighbouring inputs and output events (selection trials choose the event, fresh
+validation trials count it on both inputs, Clopper–Pearson turns the two counts into a bound on
+ε), not a mean of per-trial utilities over a dataset × parameter grid, so it keeps its own
+runner, ``svtjax.audit``.
+
 Usage::
 
     svtjax reproduce audit --quick            # 2e5 validation trials per side

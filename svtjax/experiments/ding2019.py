@@ -24,19 +24,35 @@ numbers are averages over ``trials`` runs (10,000 in the paper). The MSE of a
 run is the mean squared error over the queries it selected; the improvement is
 1 − mean(MSE combined)/mean(MSE measurements), with a delta-method standard error over runs.
 
-Exactness and speed. Runs are a ``jax.vmap`` over trials of the registered mechanisms' public
-one-trial call ``mech(key, queries, threshold)``: the threshold is a per-run traced argument, so
-each run gets its own threshold without grouping runs or recompiling (with ``--order per-run``
-the run's order is a ``jax.random.permutation`` of the queries and ``items`` are mapped back;
-XLA's CPU sort makes that several times slower). Run t uses ``fold_in(key(seed), t)`` split
-into order, mechanism and measurement keys. Noisy-Top-K-with-Gap is run with k = k_max and
-ε′ = k_max·ε/k, whose noise Lap(k_max/ε′) = Lap(k/ε) is that of the k-pick mechanism: its first
-k picks and gaps are exactly Algorithm 1's output for k (one compile for every k).
-Measured on the 2-core CPU this was developed on, shared with other jobs (load average about 12),
-float32: ``--quick`` 23 s wall; ``--paper`` (T40I10D100K and BMS-WebView-1, 2 x (72 MSE + 42
-adaptive-SVT cells) x 10,000 runs) 4.4-7 min wall in two runs but 98-107 s of CPU time (user +
-sys, /usr/bin/time), i.e. about 1-2 minutes on an unloaded 2-core CPU; peak memory 0.5-0.7 GB.
-``--order per-run`` costs several times more (the per-run sort).
+Runs on the sweep engine (``svtjax.sweep``): per dataset one sweep for Figures 1-2
+(:func:`mse_sweep`: a ``[[mechanisms]]`` table per (ε, k) cell and mechanism, each with its own
+c = k) and one for Figures 3-4 (:func:`adaptive_sweep`: ``svt-s`` and ``adaptive-svt-gap`` over
+the k grid). Each run's threshold is drawn inside the compiled chunk by the engine's per-trial
+threshold rule ``"ding"`` (the rule of :func:`svtjax.datasets.ding_threshold`), and what a run
+contributes -- the squared errors of the measurements alone and combined with the gaps
+(Theorem 3's BLUE and Section 6.2's inverse-variance combination, written for a traced k as
+:func:`blue_top_k_errors` / :func:`combine_errors` and tested equal to
+:mod:`svtjax.estimators`), Lemma 5 coverage, answers, precision, F-measure, budget left -- are
+per-trial metrics registered with ``svtjax.sweep.register_metric`` (their per-point constants,
+Var(α), Var(γ), Lemma 5's quantile, come from :mod:`svtjax.estimators` through ``prepare``), so
+only means and variances leave the chunk. The measurement noise Lap(k/(ε/2)) comes from the
+engine's per-trial metric key, independent of the mechanism's. The fixed item order (default)
+is the dataset entry's ``permute = --seed``; ``--order per-run`` is the engine's ``shuffle``
+(an exact uniform order per run, ``items`` mapped back). Noisy-Top-K-with-Gap is run with
+k = k_max and ε′ = k_max·ε/k, whose noise Lap(k_max/ε′) = Lap(k/ε) is that of the k-pick
+mechanism: its first k picks and gaps are exactly Algorithm 1's output for k (one compile for
+every k). The improvement's standard error is the delta method over all runs from the engine's
+moments (Cov(b, a) = (Var b + Var a − Var(b − a))/2); a run that selects nothing counts as zero
+error in both, which leaves the ratio unchanged (every run selects on T40I10D100K). Every point
+is seeded by the engine from ``--seed`` and the point, and finished points are kept under
+``<out>/sweep/`` and reused by a rerun. The pre-engine script drew its item order, thresholds
+and trial keys from other seeds, so the numbers differ from its (on BMS-WebView-1, whose 497
+items make the result depend on the one fixed item order, by more than their standard errors).
+The findings are those of the pre-engine runs; the one borderline verdict that flipped, the
+agreement test of Noisy-Top-K-with-Gap on T40I10D100K, is discussed under Results.
+``--paper`` on the 2-core CPU, shared with other jobs (load average 2-3.5), persistent
+compilation cache warm: 95 s wall, 85 s user CPU, as the pre-engine script (85-98 s wall, 86 s
+user in the same conditions); peak memory 0.7 GB.
 
 Datasets: the paper uses BMS-POS, Kosarak (fetch-only in svtjax, NOT available offline: reported
 missing unless ``svtjax.datasets.fetch`` has cached them) and T40I10D100K (shipped). Offline this
@@ -44,14 +60,19 @@ runs T40I10D100K and BMS-WebView-1 (a click-stream dataset from the same KDD Cup
 BMS-POS; its 497 items allow k <= 62 for the 8k+1 ranks the threshold rule needs).
 
 Results (``--paper``, seed 0). T40I10D100K reproduces the paper: the empirical MSE improvements
-of both mechanisms agree with the theory within Monte Carlo error (max |z| 3.3 and 3.5 against
-the Bonferroni bound 3.64 for 36 points; differences under 1 point; 47.9% for top-k and 40.8% for
-SVT at k = 22), adaptive SVT gives 18.4 more answers at k = 22 (paper: 18), F-measure 1.37-1.58x
-(paper: about 1.5x) at equal precision, and 31-41% of the budget is left (paper: about 40%). On
-BMS-WebView-1, whose supports are small, the noise is a large fraction of the scores at low ε
-and large k; selection then conditions the noise the theory treats as free, and the empirical
-improvement falls below it (svt-gap at ε = 0.1, k = 10: 11.6% against 35.8%; top-k 35.5% against
-45.0%). ``summary.md`` tabulates this against noise/threshold.
+agree with the theory to within 1.3 points everywhere (48.2% for top-k and 40.8% for SVT at
+k = 22; theory 47.7% and 41.1%); for Sparse-Vector-with-Gap within Monte Carlo error (max |z|
+2.4 against the Bonferroni bound 3.64 for 36 points), for Noisy-Top-K-with-Gap 2 of 36 points
+lie beyond it (max |z| 4.2, Figure 2 at ε = 0.5): top-k winners carry upward-biased noise, a
+bias of about −0.1 points that 10,000 runs can resolve (at 200,000 runs, ε = 0.5, k = 10: 44.85
+± 0.07% against 45.0%, with this script's estimators and the pre-engine ones alike; the
+pre-engine seed-0 run had max |z| 3.3, inside the bound). Adaptive SVT gives 16.4 more answers
+at k = 22 (paper: 18), F-measure 1.37-1.56x (paper: about 1.5x) at precision within 0.003, and
+31-40% of the budget is left (paper: about 40%). On BMS-WebView-1, whose supports are small,
+the noise is a large fraction of the scores at low ε and large k; selection then conditions the
+noise the theory treats as free, and the empirical improvement falls below it (svt-gap at
+ε = 0.1, k = 10: 18.3% against 35.8%; top-k 36.7% against 45.0%). ``summary.md`` tabulates this
+against noise/threshold.
 
 Choices where the paper is silent or ambiguous (see also the summary):
 
@@ -84,7 +105,6 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
-import functools
 import math
 import os
 import sys
@@ -93,7 +113,13 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from svtjax.experiments._common import enable_cache, load_available
+from svtjax.experiments._common import (
+    enable_cache,
+    group_rows,
+    load_available,
+    sweep_dataset,
+    sweep_dtype,
+)
 
 PAPER_DATASETS = ("bms-pos", "kosarak")  # Ding'19 Table 2, besides the shipped T40I10D100K
 OFFLINE_DATASETS = ("t40i10d100k", "bms-webview-1")
@@ -141,251 +167,419 @@ QUICK = dict(datasets=("t40i10d100k",), ks=(2, 6, 10), epsilons=(0.3, 0.7), tria
 
 
 # ---------------------------------------------------------------------------------------------
-# Runs: one jitted vmap over trials per mechanism structure and dataset size
+# Runs: sweeps of the engine, with Ding'19's per-trial metrics registered below
 # ---------------------------------------------------------------------------------------------
-def _one_trial(mech, key, threshold, scores, k, kind: str, kmax: int, per_run: bool):
-    """One run of ``mech``; returns per-run arrays (see ``_run``)."""
-    import jax
-    import jax.numpy as jnp
-
-    n = scores.shape[0]
-    k_perm, k_mech, k_meas = jax.random.split(key, 3)
-    if kind == "topk":
-        out = mech(k_mech, scores, jnp.zeros((), scores.dtype))
-        xi = jax.random.laplace(k_meas, (kmax,), scores.dtype)
-        return {"items": out.items[:kmax], "gaps": out.values[:kmax], "xi": xi}
-    if per_run:  # exact uniform order, but XLA's CPU sort makes it the costliest step
-        perm = jax.random.permutation(k_perm, n).astype(jnp.int32)
-        out = mech(k_mech, scores[perm], threshold)
-        items = jnp.where(out.items >= 0, perm[jnp.maximum(out.items, 0)], -1)
-    else:  # the dataset's (already shuffled) order
-        out = mech(k_mech, scores, threshold)
-        items = out.items
-    top = out.answers == 1
-    if kind == "gap":
-        pos = jnp.nonzero(top, size=kmax, fill_value=n)[0]
-        ok = pos < n
-        safe = jnp.minimum(pos, n - 1)
-        xi = jax.random.laplace(k_meas, (kmax,), scores.dtype)
-        return {"items": jnp.where(ok, items[safe], -1),
-                "gaps": jnp.where(ok, out.values[safe], jnp.nan), "xi": xi}
-    # "adaptive" / "svt": counts for Figures 3-4
-    truth = scores > threshold
-    hit = top & truth[jnp.maximum(items, 0)]
-    size = jnp.sum(top, dtype=jnp.int32)
-    tp = jnp.sum(hit, dtype=jnp.int32)
-    n_true = jnp.sum(truth, dtype=jnp.int32)
-    if kind == "adaptive":
-        eps0, eps1, _ = mech.budgets()
-        is_top = top & (out.cost < 0.75 * eps1)  # top branch costs ε2 = ε1/2, middle ε1
-        first_k = top & (jnp.cumsum(top, dtype=jnp.int32) <= k)
-        spent = eps0 + jnp.sum(jnp.where(first_k, out.cost, 0))
-        remaining = jnp.where(size >= k, (mech.epsilon - spent) / mech.epsilon, 0.0)
-        n_top = jnp.sum(is_top, dtype=jnp.int32)
-    else:
-        remaining = jnp.zeros((), scores.dtype)
-        n_top = jnp.zeros((), jnp.int32)
-    sizef = size.astype(scores.dtype)
-    return {"answers": sizef, "top": n_top.astype(scores.dtype),
-            "precision": jnp.where(size > 0, tp / jnp.maximum(sizef, 1), 0.0),
-            "f": jnp.where(size > 0, 2 * tp / (sizef + n_true), 0.0),
-            "remaining": remaining.astype(scores.dtype), "reached": (size >= k).astype(
-                scores.dtype)}
+MSE_METRICS = ("ding_selected", "ding_used", "ding_mse_measure", "ding_mse_combined",
+               "ding_mse_diff", "ding_covered", "ding_threshold")
+ADAPTIVE_METRICS = ("ding_answers", "ding_top", "ding_precision", "ding_f", "ding_remaining",
+                    "ding_reached")
 
 
-def _run_chunk_impl(mech, keys, thresholds, scores, k, *, kind, kmax, per_run):
-    import jax
+def _measure_scale(mech, c):
+    """Scale of the independent measurement Lap(k/ε''), ε'' = ε/2, of each selected query.
 
-    return jax.vmap(lambda key, t: _one_trial(mech, key, t, scores, k, kind, kmax, per_run))(
-        keys, thresholds)
-
-
-@functools.lru_cache(maxsize=None)
-def _run_chunk():
-    """The jitted chunk runner (built on first use, so importing this module stays cheap).
-
-    The mechanism is a pytree argument (ε, c traced); ``kind``, ``kmax``, ``per_run`` are
-    static: one compile per mechanism structure, dataset size and dtype.
+    svt-gap runs at ε/2 with c = k; noisy-top-k-gap at ε′ = k_max·(ε/2)/k with k_max picks, so
+    k/(ε/2) = k_max/ε′ (see :func:`mse_sweep`).
     """
-    import jax
-
-    return jax.jit(_run_chunk_impl, static_argnames=("kind", "kmax", "per_run"))
-
-
-def _seed(*parts: int) -> int:
-    """An independent trial-key seed for each (config seed, dataset, cell, mechanism)."""
-    return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1)[0])
+    if mech.name == "noisy-top-k-gap":
+        return mech.k / mech.epsilon
+    return c / mech.epsilon
 
 
-def _chunk_size(n: int) -> int:
-    """Trials per compiled chunk: about 2M stream positions, a power of two in [64, 4096]."""
-    size = 64
-    while size < 4096 and 2 * size * n <= 2 ** 21:
-        size *= 2
-    return size
-
-
-def _run(mech, scores, thresholds, k: int, kind: str, kmax: int, seed: int,
-         per_run: bool = False) -> dict:
-    """Per-run arrays of ``len(thresholds)`` runs (numpy, float64)."""
-    import jax
-    import jax.numpy as jnp
-
-    from svtjax.simulate import trial_keys
-
-    trials = len(thresholds)
-    chunk = _chunk_size(scores.shape[0])
-    dtype = scores.dtype
-    pieces = []
-    for start in range(0, trials, chunk):
-        t = np.zeros(chunk)
-        m = min(chunk, trials - start)
-        t[:m] = thresholds[start:start + m]
-        out = _run_chunk()(mech, trial_keys(seed, start, chunk), jnp.asarray(t, dtype), scores,
-                         jnp.int32(k), kind=kind, kmax=kmax, per_run=per_run)
-        pieces.append({name: np.asarray(v)[:m] for name, v in jax.device_get(out).items()})
-    return {name: np.concatenate([p[name] for p in pieces]).astype(
-        np.float64 if name != "items" else np.int64) for name in pieces[0]}
-
-
-def _ratio_se(num: np.ndarray, den: np.ndarray) -> tuple[float, float]:
-    """mean(num)/mean(den) and its delta-method standard error over i.i.d. runs."""
-    n = num.shape[0]
-    mn, md = num.mean(), den.mean()
-    if n < 2:
-        return mn / md, float("nan")
-    cov = np.cov(num, den)
-    var = (cov[0, 0] / md ** 2 - 2 * mn * cov[0, 1] / md ** 3 + mn ** 2 * cov[1, 1] / md ** 4) / n
-    return float(mn / md), float(math.sqrt(max(var, 0.0)))
-
-
-def _mse_cell(kind: str, runs: dict, scores: np.ndarray, thresholds: np.ndarray, k: int,
-              eps: float, mech) -> dict[str, Any]:
-    """Figures 1-2: MSE of measurements alone vs combined with the gaps (Secs. 5.2, 6.2)."""
+def _mse_constants(mech, c) -> dict[str, float]:
+    """Per-point constants of the estimators (host side, :mod:`svtjax.estimators`): Var(α_i),
+    Var(γ_i) of Sec. 6.2 and Lemma 5's 95% quantile for the svt-gap lower confidence bound;
+    Theorem 3's λ for noisy-top-k-gap."""
     from svtjax import estimators
 
-    items, gaps, xi = runs["items"][:, :k], runs["gaps"][:, :k], runs["xi"][:, :k]
-    valid = items >= 0
-    q = scores[np.where(valid, items, 0)]
-    alpha = q + (k / (eps / 2)) * xi  # Lap(k/ε''), ε'' = ε/2, on each selected query
+    b = float(_measure_scale(mech, c))
+    if mech.name == "noisy-top-k-gap":
+        return {"var_measure": 2 * b * b, "var_gap": 1.0, "t95": math.nan,
+                "lam": float(estimators.topk_lambda(True))}
+    eps_svt = float(mech.epsilon)
+    sc = mech.scales()
+    return {"var_measure": float(estimators.measurement_variance(eps_svt, c)),
+            "var_gap": float(estimators.svt_gap_variance(eps_svt, c, True)),
+            "t95": float(estimators.lemma5_quantile(0.95, 1 / float(sc.threshold),
+                                                    1 / float(sc.query))),
+            "lam": 1.0}
+
+
+def blue_top_k_errors(e, e_gaps, c, lam):
+    """β − q of Theorem 3's BLUE (``estimators.blue_top_k``) for the first c of k picks, traced.
+
+    The BLUE is linear and exact on noise-free input, so β − q is the same formula applied to
+    the measurement errors e_i = α_i − q_i and gap errors g_i − (q_i − q_{i+1}) (computed this
+    way, float32 does not lose the errors against large q). Positions i >= c are ignored (0).
+
+    Args:
+      e: float[..., k]; e_gaps: float[..., k] (the (c−1) gaps between the first c picks are
+        used); c: int (traced), 1 <= c <= k; lam: λ.
+    """
+    import jax.numpy as jnp
+
+    k = e.shape[-1]
+    i = jnp.arange(k)
+    e = jnp.where(i < c, e, 0.0)
+    g = jnp.where(i < c - 1, e_gaps, 0.0)
+    cf = jnp.asarray(c, e.dtype)
+    total = jnp.sum(e, axis=-1, keepdims=True)
+    prefix = jnp.cumsum(g, axis=-1) - g  # p_{i} = g_0 + ... + g_{i-1}
+    p = jnp.sum((cf - 1 - i) * g, axis=-1, keepdims=True)
+    beta = (total + lam * cf * e + p - cf * prefix) / ((1 + lam) * cf)
+    return jnp.where(i < c, beta, 0.0)
+
+
+def combine_errors(e, e_gap, var_measure, var_gap):
+    """β − q of Sec. 6.2's inverse-variance combination (``estimators.combine_inverse_variance``)
+    from the errors e = α − q and e_gap = γ + T − q, traced."""
+    return (e / var_measure + e_gap / var_gap) / (1 / var_measure + 1 / var_gap)
+
+
+def _selection(out, scores, c, ctx):
+    """(valid [T, k], q, measurement errors, gap errors) of the first c selected queries."""
+    import jax
+    import jax.numpy as jnp
+
+    k = ctx.k
+    if ctx.mech.name == "noisy-top-k-gap":
+        k = out.items.shape[-1]  # the k_max picks
+        items, gaps = out.items, out.values
+        valid = jnp.broadcast_to(jnp.arange(k) < c, items.shape)
+        q = scores[jnp.maximum(items, 0)]
+        q_next = jnp.concatenate([q[:, 1:], q[:, -1:]], axis=-1)
+        e_gap = gaps - (q - q_next)
+    else:
+        length = out.answers.shape[-1]
+        pos = jax.vmap(lambda row: jnp.nonzero(row, size=k, fill_value=length)[0])(
+            out.answers == 1)
+        safe = jnp.minimum(pos, length - 1)
+        valid = (pos < length) & (jnp.arange(k) < c)
+        items = jnp.take_along_axis(out.items, safe, axis=-1)
+        q = scores[jnp.maximum(items, 0)]
+        gaps = jnp.take_along_axis(out.values, safe, axis=-1)
+        e_gap = jnp.where(valid, gaps, 0.0) + ctx.thresholds[:, None] - q
+    xi = jax.vmap(lambda key: jax.random.laplace(key, (k,), scores.dtype))(ctx.keys)
+    e = _measure_scale(ctx.mech, c) * xi
+    return valid, q, jnp.where(valid, e, 0.0), jnp.where(valid, e_gap, 0.0)
+
+
+def _count(valid):
+    import jax.numpy as jnp
+
+    return jnp.sum(valid, axis=-1)
+
+
+def _mean_over(valid, x):
+    import jax.numpy as jnp
+
+    n = _count(valid)
+    return jnp.where(n > 0, jnp.sum(jnp.where(valid, x, 0.0), axis=-1) / jnp.maximum(n, 1), 0.0)
+
+
+def _combined_errors(out, scores, c, ctx, constants):
+    valid, _, e, e_gap = _selection(out, scores, c, ctx)
+    if ctx.mech.name == "noisy-top-k-gap":
+        return valid, e, blue_top_k_errors(e, e_gap, c, constants["lam"])
+    return valid, e, combine_errors(e, e_gap, constants["var_measure"], constants["var_gap"])
+
+
+def _m_selected(out, scores, c, ctx):
+    return _count(_selection(out, scores, c, ctx)[0])
+
+
+def _m_used(out, scores, c, ctx):
+    return _count(_selection(out, scores, c, ctx)[0]) > 0
+
+
+def _m_mse_measure(out, scores, c, ctx):
+    valid, _, e, _ = _selection(out, scores, c, ctx)
+    return _mean_over(valid, e * e)
+
+
+def _m_mse_combined(out, scores, c, ctx):
+    valid, _, err = _combined_errors(out, scores, c, ctx, ctx.prepared["ding_mse_combined"])
+    return _mean_over(valid, err * err)
+
+
+def _m_mse_diff(out, scores, c, ctx):
+    valid, e, err = _combined_errors(out, scores, c, ctx, ctx.prepared["ding_mse_diff"])
+    return _mean_over(valid, err * err - e * e)
+
+
+def _m_covered(out, scores, c, ctx):
+    """Selected queries with q >= γ + T − t_.95 (Lemma 5's bound), i.e. γ + T − q <= t_.95."""
+    import jax.numpy as jnp
+
+    valid, _, _, e_gap = _selection(out, scores, c, ctx)
+    if ctx.mech.name == "noisy-top-k-gap":
+        return jnp.zeros(valid.shape[:1], scores.dtype)
+    return jnp.sum(valid & (e_gap <= ctx.prepared["ding_covered"]["t95"]), axis=-1)
+
+
+def _m_threshold(out, scores, c, ctx):
+    del out, scores, c
+    return ctx.thresholds
+
+
+def _answer_counts(out, scores, c, ctx):
+    """(size, true positives, items above T, top-branch answers, budget left) per run."""
+    import jax.numpy as jnp
+
+    top = out.answers == 1
+    truth = scores[None, :] > ctx.thresholds[:, None]
+    hit = top & jnp.take_along_axis(truth, jnp.maximum(out.items, 0), axis=-1)
+    size = jnp.sum(top, axis=-1)
+    tp = jnp.sum(hit, axis=-1)
+    n_true = jnp.sum(truth, axis=-1)
+    mech = ctx.mech
+    if mech.name == "adaptive-svt-gap":
+        eps0, eps1, _ = mech.budgets()
+        n_top = jnp.sum(top & (out.cost < 0.75 * eps1), axis=-1)  # top branch: ε2 = ε1/2
+        first_c = top & (jnp.cumsum(top, axis=-1) <= c)
+        spent = eps0 + jnp.sum(jnp.where(first_c, out.cost, 0), axis=-1)
+        remaining = jnp.where(size >= c, (mech.epsilon - spent) / mech.epsilon, 0.0)
+    else:
+        n_top = jnp.zeros_like(size)
+        remaining = jnp.zeros(size.shape, scores.dtype)
+    return size, tp, n_true, n_top, remaining
+
+
+def _m_answers(out, scores, c, ctx):
+    return _answer_counts(out, scores, c, ctx)[0]
+
+
+def _m_top(out, scores, c, ctx):
+    return _answer_counts(out, scores, c, ctx)[3]
+
+
+def _m_precision(out, scores, c, ctx):
+    import jax.numpy as jnp
+
+    size, tp, _, _, _ = _answer_counts(out, scores, c, ctx)
+    return jnp.where(size > 0, tp / jnp.maximum(size, 1), 0.0)
+
+
+def _m_f(out, scores, c, ctx):
+    import jax.numpy as jnp
+
+    size, tp, n_true, _, _ = _answer_counts(out, scores, c, ctx)
+    return jnp.where(size > 0, 2 * tp / (size + n_true), 0.0)
+
+
+def _m_remaining(out, scores, c, ctx):
+    return _answer_counts(out, scores, c, ctx)[4]
+
+
+def _m_reached(out, scores, c, ctx):
+    return _answer_counts(out, scores, c, ctx)[0] >= c
+
+
+def register_metrics() -> None:
+    """Registers Ding'19's per-trial metrics with ``svtjax.sweep`` (idempotent)."""
+    from svtjax import sweep
+
+    reg = sweep.register_metric
+    reg("ding_selected", _m_selected, "Ding'19: number of selected queries (at most k)")
+    reg("ding_used", _m_used, "Ding'19: 1 if the run selected a query")
+    reg("ding_mse_measure", _m_mse_measure, "Ding'19: mean squared error over the selected "
+        "queries of the measurements Lap(k/(ε/2)) alone (0 if none selected)")
+    reg("ding_mse_combined", _m_mse_combined, "Ding'19: mean squared error of the measurements "
+        "combined with the free gaps (Thm 3's BLUE / Sec. 6.2; 0 if none selected)",
+        prepare=_mse_constants)
+    reg("ding_mse_diff", _m_mse_diff, "Ding'19: ding_mse_combined - ding_mse_measure (for "
+        "their covariance)", prepare=_mse_constants)
+    reg("ding_covered", _m_covered, "Ding'19: selected queries above Lemma 5's 95% lower "
+        "confidence bound (svt-gap; 0 for top-k)", prepare=_mse_constants)
+    reg("ding_threshold", _m_threshold, "Ding'19: the run's threshold")
+    reg("ding_answers", _m_answers, "Ding'19: number of ⊤ answers")
+    reg("ding_top", _m_top, "Ding'19: ⊤ answers of adaptive SVT's top branch (0 for SVT)")
+    reg("ding_precision", _m_precision, "Ding'19: precision of the ⊤ answers against the items "
+        "above the run's threshold (0 if none)")
+    reg("ding_f", _m_f, "Ding'19: F-measure (recall against every item above the threshold)")
+    reg("ding_remaining", _m_remaining, "Ding'19: share of ε left after the first k answers "
+        "(adaptive SVT; 0 if fewer than k answers, 0 for SVT)")
+    reg("ding_reached", _m_reached, "Ding'19: 1 if the run gave at least k answers")
+
+
+def _sweep_head(config: Config, what: str, name: str, metrics) -> dict[str, Any]:
+    if config.order not in ("fixed", "per-run"):
+        raise ValueError(f"order must be 'fixed' or 'per-run'; got {config.order!r}")
+    # "fixed": one seeded item order for every run, as the authors' code
+    order = {"permute": int(config.seed)} if config.order == "fixed" else {}
+    return {"name": f"ding2019-{what}-{name}", "trials": config.trials, "seed": config.seed,
+            "datasets": [sweep_dataset(name, config.cache_dir, **order)],
+            "metrics": list(metrics), "shuffle": config.order == "per-run",
+            "threshold": "ding", "dtype": sweep_dtype()}
+
+
+def _mse_cells(config: Config) -> list[tuple[int, float, int]]:
+    ks = sorted(set(int(k) for k in config.ks))
+    return ([(1, float(config.fig1_epsilon), k) for k in ks]
+            + [(2, float(e), int(config.fig2_k)) for e in config.epsilons])
+
+
+def _mse_label(mechanism: str, eps: float, k: int) -> str:
+    return f"{mechanism} ε={eps!r} k={k}"
+
+
+def mse_sweep(config: Config, name: str) -> dict[str, Any]:
+    """The ``svtjax.sweep`` config of Figures 1-2 on one dataset: one table per distinct (ε, k)
+    cell and mechanism, each with its own c = k, per-run thresholds (``threshold = "ding"``).
+
+    Half of ε selects: ``svt-gap`` at ε/2 with c = k, and ``noisy-top-k-gap`` with k_max picks
+    at ε′ = k_max·(ε/2)/k, whose noise Lap(k_max/ε′) = Lap(k/(ε/2)) is that of the k-pick
+    mechanism: its first k picks and gaps are Algorithm 1's output for k, and every k shares
+    one compiled kernel.
+    """
+    kmax = max([int(k) for k in config.ks] + [int(config.fig2_k)])
+    tables, seen = [], set()
+    for _, eps, k in _mse_cells(config):
+        if (eps, k) in seen:
+            continue
+        seen.add((eps, k))
+        tables.append({"name": "svt-gap", "label": _mse_label("svt-gap", eps, k), "c": k,
+                       "epsilon": eps / 2, "monotonic": True})
+        tables.append({"name": "noisy-top-k-gap", "label": _mse_label("noisy-top-k-gap", eps, k),
+                       "c": k, "k": kmax, "epsilon": kmax * (eps / 2) / k, "monotonic": True})
+    register_metrics()
+    return {"sweep": _sweep_head(config, "mse", name, MSE_METRICS),
+            "grid": {"c": [kmax]}, "mechanisms": tables}
+
+
+def adaptive_sweep(config: Config, name: str) -> dict[str, Any]:
+    """The ``svtjax.sweep`` config of Figures 3-4 on one dataset: Sparse Vector (``svt-s``) and
+    Adaptive-Sparse-Vector-with-Gap at ``fig1_epsilon`` for every k, per-run thresholds."""
+    register_metrics()
+    return {"sweep": _sweep_head(config, "adaptive", name, ADAPTIVE_METRICS),
+            "grid": {"epsilon": [float(config.fig1_epsilon)],
+                     "c": sorted(set(int(k) for k in config.ks))},
+            "mechanisms": [{"name": "svt-s", "label": "svt", "monotonic": True},
+                           {"name": "adaptive-svt-gap", "label": "adaptive", "monotonic": True}]}
+
+
+def _moments(result) -> dict[str, dict[str, dict[str, float]]]:
+    """label[, c] -> metric -> {mean, var (ddof 1), n, seconds} of an engine result."""
+    out: dict[Any, dict[str, dict[str, float]]] = {}
+    for (label, c), by in group_rows(result.rows, "label", "c").items():
+        out[(label, int(c))] = {
+            m: {"mean": float(r["mean"]), "n": int(r["trials"]), "seconds": float(r["seconds"]),
+                "var": float(r["std"]) ** 2 if math.isfinite(r["std"]) else 0.0}
+            for m, r in by.items()}
+    return out
+
+
+def _ratio_se(mb: float, ma: float, vb: float, va: float, cov: float, n: int
+              ) -> tuple[float, float]:
+    """mean(b)/mean(a) and its delta-method standard error over n i.i.d. runs (from moments)."""
+    if n < 2:
+        return mb / ma, float("nan")
+    var = (vb / ma ** 2 - 2 * mb * cov / ma ** 3 + mb ** 2 * va / ma ** 4) / n
+    return mb / ma, math.sqrt(max(var, 0.0))
+
+
+def _mse_cell(kind: str, m: dict[str, dict[str, float]], k: int, mech) -> dict[str, Any]:
+    """Figures 1-2: MSE of measurements alone vs combined with the gaps (Secs. 5.2, 6.2).
+
+    Runs without a selected query contribute 0 to both errors, so the ratio of the means over
+    all runs is the ratio over the runs that selected; its standard error is the delta method
+    over all runs (Cov(b, a) = (Var b + Var a − Var(b − a))/2, all sample moments).
+    """
+    from svtjax import estimators
+
+    a, b, d = m["ding_mse_measure"], m["ding_mse_combined"], m["ding_mse_diff"]
+    n = a["n"]
+    used = m["ding_used"]["mean"]
+    cov = (a["var"] + b["var"] - d["var"]) / 2
+    ratio, se = _ratio_se(b["mean"], a["mean"], b["var"], a["var"], cov, n)
+    improvement = 1 - ratio
     if kind == "topk":
-        beta = estimators.blue_top_k(alpha, gaps, estimators.topk_lambda(True))
         theory = 1 - float(estimators.topk_mse_ratio(k, estimators.topk_lambda(True)))
         coverage = float("nan")
     else:
-        t = thresholds[:, None]
-        beta = estimators.combine_inverse_variance(
-            alpha, estimators.measurement_variance(eps / 2, k), np.where(valid, gaps, 0.0), t,
-            estimators.svt_gap_variance(eps / 2, k, True))
         theory = 1 - float(estimators.svt_mse_ratio(k, True))
-        sc = mech.scales()
-        lcb = estimators.lower_confidence_bound(np.where(valid, gaps, 0.0), t,
-                                                1 / float(sc.threshold), 1 / float(sc.query))
-        coverage = float(np.sum(valid & (q >= lcb)) / max(np.sum(valid), 1))
-    count = valid.sum(axis=1)
-    used = count > 0
-    err_b = np.where(valid, (beta - q) ** 2, 0.0).sum(axis=1)[used] / count[used]
-    err_a = np.where(valid, (alpha - q) ** 2, 0.0).sum(axis=1)[used] / count[used]
-    ratio, se = _ratio_se(err_b, err_a)
-    improvement = 1 - ratio
-    return {"runs_used": int(used.sum()), "mean_selected": float(count.mean()),
-            "mse_measure": float(err_a.mean()), "mse_combined": float(err_b.mean()),
+        selected = m["ding_selected"]["mean"]
+        coverage = m["ding_covered"]["mean"] / selected if selected > 0 else float("nan")
+    noise = float(mech.scales().query) if kind == "gap" else float(_measure_scale(mech, k))
+    return {"runs_used": int(round(used * n)), "mean_selected": m["ding_selected"]["mean"],
+            "mse_measure": a["mean"] / used, "mse_combined": b["mean"] / used,
             "improvement_pct": 100 * improvement, "improvement_se_pct": 100 * se,
             "theory_pct": 100 * theory, "z": (improvement - theory) / se if se > 0 else 0.0,
-            "lcb95_coverage": coverage}
-
-
+            "lcb95_coverage": coverage,
+            "noise_over_threshold": noise / m["ding_threshold"]["mean"],
+            "seconds": a["seconds"]}
 
 
 def run(config: Config, log=print) -> tuple[dict[str, list[dict[str, Any]]], dict[str, str]]:
-    """Runs Figures 1-4 on every available dataset.
+    """Runs Figures 1-4 on every available dataset: per dataset one ``svtjax.sweep`` for
+    Figures 1-2 (:func:`mse_sweep`) and one for Figures 3-4 (:func:`adaptive_sweep`), kept
+    under ``<out>/sweep/`` so an interrupted run resumes.
 
     Returns:
       ``({"mse": rows, "adaptive": rows}, {dataset: why it is missing})``.
     """
-    import jax.numpy as jnp
-
     import svtjax
-    from svtjax import datasets
+    from svtjax import sweep
 
     loaded, missing = load_available(config.datasets, config.cache_dir)
     for name, why in missing.items():
         log(f"[ding2019] {name}: MISSING ({why})")
-    dtype = jnp.zeros((), float).dtype
     ks = sorted(set(int(k) for k in config.ks))
     kmax = max(ks + [int(config.fig2_k)])
-    cells = ([(1, config.fig1_epsilon, k) for k in ks]
-             + [(2, float(e), int(config.fig2_k)) for e in config.epsilons])
+    quiet = (lambda msg: None)
     mse_rows, adaptive_rows = [], []
-    for d_index, (name, data) in enumerate(loaded.items()):
-        scores_np = np.asarray(data.scores, dtype=np.float64)
-        if 8 * kmax + 1 > scores_np.shape[0]:
-            log(f"[ding2019] {name}: SKIPPED, {scores_np.shape[0]} items < 8k+1 = {8 * kmax + 1}")
-            missing[name] = f"too few items ({scores_np.shape[0]}) for k = {kmax}"
+    for name, data in loaded.items():
+        n = len(data.scores)
+        if 8 * kmax + 1 > n:
+            log(f"[ding2019] {name}: SKIPPED, {n} items < 8k+1 = {8 * kmax + 1}")
+            missing[name] = f"too few items ({n}) for k = {kmax}"
             continue
-        if config.order not in ("fixed", "per-run"):
-            raise ValueError(f"order must be 'fixed' or 'per-run'; got {config.order!r}")
-        # The authors' code shuffles each dataset once with a fixed seed; so does "fixed" (the
-        # stream order is then this permutation for every run). Scores, items and thresholds
-        # below all refer to the shuffled order.
-        scores_np = scores_np[np.random.default_rng([config.seed, d_index]).permutation(
-            scores_np.shape[0])]
-        per_run = config.order == "per-run"
-        scores = jnp.asarray(scores_np, dtype)
         start_ds = time.perf_counter()
-        for c_index, (figure, eps, k) in enumerate(cells):
-            rt = datasets.ding_threshold(scores_np, k, size=config.trials,
-                                         rng=np.random.default_rng([config.seed, d_index,
-                                                                    c_index]))
-            thresholds = np.asarray(rt.threshold, np.float64)
+        res = sweep.run(mse_sweep(config, name), os.path.join(config.out, "sweep", "mse", name),
+                        log=log if config.verbose else quiet)
+        cells = _moments(res)
+        for figure, eps, k in _mse_cells(config):
             for label, kind in (("svt-gap", "gap"), ("noisy-top-k-gap", "topk")):
-                t0 = time.perf_counter()
                 if kind == "gap":
                     mech = svtjax.get("svt-gap", epsilon=eps / 2, c=k, monotonic=True)
-                else:  # k_max picks at ε' = k_max ε/k: the noise of the k-pick mechanism
+                else:
                     mech = svtjax.get("noisy-top-k-gap", epsilon=kmax * (eps / 2) / k, k=kmax,
                                       monotonic=True)
-                runs = _run(mech, scores, thresholds, k, kind, kmax,
-                            _seed(config.seed, d_index, c_index, kind == "topk"), per_run)
-                noise = (float(mech.scales().query) if kind == "gap" else k / (eps / 2))
-                row = {"dataset": name, "figure": figure, "mechanism": label, "epsilon": eps,
-                       "k": k, "trials": config.trials,
-                       **_mse_cell(kind, runs, scores_np, thresholds, k, eps, mech),
-                       "noise_over_threshold": noise / float(np.mean(thresholds)),
-                       "seconds": time.perf_counter() - t0}
-                mse_rows.append(row)
-        for c_index, k in enumerate(ks):
-            eps = config.fig1_epsilon
-            rt = datasets.ding_threshold(scores_np, k, size=config.trials,
-                                         rng=np.random.default_rng([config.seed, d_index, 99,
-                                                                    c_index]))
-            thresholds = np.asarray(rt.threshold, np.float64)
-            row = {"dataset": name, "epsilon": eps, "k": k, "trials": config.trials}
-            t0 = time.perf_counter()
-            for label, mech_name in (("svt", "svt-s"), ("adaptive", "adaptive-svt-gap")):
-                mech = svtjax.get(mech_name, epsilon=eps, c=k, monotonic=True)
-                runs = _run(mech, scores, thresholds, k, label, kmax,
-                            _seed(config.seed, d_index, 1000 + c_index, label == "adaptive"),
-                            per_run)
-                t = config.trials
+                m = cells[(_mse_label(label, eps, k), k)]
+                mse_rows.append({"dataset": name, "figure": figure, "mechanism": label,
+                                 "epsilon": eps, "k": k, "trials": config.trials,
+                                 **_mse_cell(kind, m, k, mech)})
+        res = sweep.run(adaptive_sweep(config, name),
+                        os.path.join(config.out, "sweep", "adaptive", name),
+                        log=log if config.verbose else quiet)
+        cells = _moments(res)
+        for k in ks:
+            row = {"dataset": name, "epsilon": config.fig1_epsilon, "k": k,
+                   "trials": config.trials}
+            seconds = 0.0
+            for label in ("svt", "adaptive"):
+                m = cells[(label, k)]
                 for metric in ("answers", "precision", "f"):
-                    row[f"{label}_{metric}"] = float(runs[metric].mean())
-                    row[f"{label}_{metric}_se"] = float(runs[metric].std(ddof=1) / math.sqrt(t))
+                    v = m[f"ding_{metric}"]
+                    row[f"{label}_{metric}"] = v["mean"]
+                    row[f"{label}_{metric}_se"] = math.sqrt(v["var"] / v["n"])
                 if label == "adaptive":
-                    row["adaptive_top"] = float(runs["top"].mean())
+                    row["adaptive_top"] = m["ding_top"]["mean"]
                     row["adaptive_middle"] = row["adaptive_answers"] - row["adaptive_top"]
-                    row["remaining_pct"] = 100 * float(runs["remaining"].mean())
-                    row["remaining_pct_se"] = 100 * float(runs["remaining"].std(ddof=1)
-                                                          / math.sqrt(t))
-                    row["reached_k"] = float(runs["reached"].mean())
+                    v = m["ding_remaining"]
+                    row["remaining_pct"] = 100 * v["mean"]
+                    row["remaining_pct_se"] = 100 * math.sqrt(v["var"] / v["n"])
+                    row["reached_k"] = m["ding_reached"]["mean"]
+                seconds += m["ding_answers"]["seconds"]
             row["extra_answers"] = row["adaptive_answers"] - row["svt_answers"]
             row["f_ratio"] = row["adaptive_f"] / row["svt_f"] if row["svt_f"] > 0 else float(
                 "nan")
-            row["seconds"] = time.perf_counter() - t0
+            row["seconds"] = seconds
             adaptive_rows.append(row)
         if config.verbose:
-            log(f"[ding2019] {name}: {len(cells)} MSE cells x 2 mechanisms + {len(ks)} adaptive "
-                f"cells, {config.trials} runs each, {time.perf_counter() - start_ds:.1f}s")
+            log(f"[ding2019] {name}: {len(_mse_cells(config))} MSE cells x 2 mechanisms + "
+                f"{len(ks)} adaptive cells, {config.trials} runs each, "
+                f"{time.perf_counter() - start_ds:.1f}s")
     return {"mse": mse_rows, "adaptive": adaptive_rows}, missing
 
 

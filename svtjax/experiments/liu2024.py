@@ -21,6 +21,20 @@ Figures 3, 4, 5, 7 (NCR and its F1 version) and 8.
   keeps the top c; a second variant uses SVT-Exp's own scale 2cΔ/ε2.
 * Figure 8 — NCR against the number of traversals (1, 2, 3, 5, 10) at ε = 0.1.
 
+Figures 7 and 8 run on the sweep engine (``svtjax.sweep``): per dataset one sweep for Figure 7
+(every Table 3 method × ε; the upper bounds are ``report-noisy-max`` with exponential noise,
+``monotonic=True, k=c, epsilon=c·ε2``, i.e. the top c of s_i + Exp(Δ/ε2), and ``epsilon=ε2/2``
+for SVT-Exp's own scale 2cΔ/ε2) and one for Figure 8 (the SVT methods × ``max_passes``), see
+:func:`fig7_sweep` / :func:`fig8_sweep`. Every point is seeded by the engine from ``--seed``
+and the point (so the numbers differ from the pre-engine script's, which seeded every point
+with ``--seed`` itself, and the methods no longer share random numbers: the ranking check's
+standard errors are now those of independent estimates; the conclusions do not change),
+finished points are kept in ``<out>/sweep/fig7|fig8/<dataset>/`` with the engine's tidy
+``results.csv`` and reused by a rerun. The Figure 8 point at Figure 7's traversal count is the
+same engine point as Figure 7's at ε = 0.1, so both report the same numbers. ``--paper`` on the
+2-core CPU, shared with other jobs (load average about 3.5), persistent compilation cache warm:
+77 s wall, as the pre-engine script (75 s in the same conditions).
+
 Outputs (``--out``, default ``results/liu2024/``): ``table5.csv``, ``fig3.csv``, ``fig4.csv``,
 ``fig5.csv``, ``fig7.csv`` (NCR and F1 with standard errors), ``fig8.csv``, one PNG per figure
 and dataset, and ``summary.md`` (the paper's stated numbers beside ours, the ranking check).
@@ -44,7 +58,7 @@ import sys
 import time
 from typing import Any, Optional, Sequence
 
-from svtjax.experiments._common import enable_cache, load_available
+from svtjax.experiments._common import enable_cache, group_rows, load_available, sweep_dataset
 
 # Table 3 rows run through svt-exp (label -> parameters); the upper bound is computed directly.
 METHODS: dict[str, dict[str, Any]] = {
@@ -212,60 +226,10 @@ def fig5() -> list[dict[str, Any]]:
 
 
 # ---------------------------------------------------------------------------------------------
-# Simulation: Figures 7 and 8
+# Simulation: Figures 7 and 8, as sweep configurations
 # ---------------------------------------------------------------------------------------------
-def _metric_sums(k, scores, c, out):
-    import svtjax
-    from svtjax import metrics
-
-    picks = svtjax.selected(out, k)
-    m = metrics.evaluate(picks, scores, c)
-    return m["ncr"], m["ncr"] ** 2, m["f1"], m["f1"] ** 2
-
-
-@functools.lru_cache(maxsize=None)
-def _sums_for(k: int):
-    return functools.partial(_metric_sums, k)
-
-
-def _reducer(scores, c: int):
-    import jax
-    import jax.numpy as jnp
-
-    return jax.tree_util.Partial(_sums_for(int(c)), jnp.asarray(scores),
-                                 jnp.asarray(c, jnp.int32))
-
-
-@functools.lru_cache(maxsize=None)
-def _upper_bound_fn(n: int, c: int, trials: int):
-    import jax
-    import jax.numpy as jnp
-
-    from svtjax import metrics
-
-    @jax.jit
-    def run(key, scores, scale):
-        def one(k):
-            noisy = scores + scale * jax.random.exponential(k, (n,), scores.dtype)
-            top = jax.lax.top_k(noisy, c)[1]
-            m = metrics.evaluate(top, scores, c)
-            return m["ncr"], m["ncr"] ** 2, m["f1"], m["f1"] ** 2
-        keys = jax.random.split(key, trials)
-        return jax.tree_util.tree_map(jnp.sum, jax.lax.map(one, keys, batch_size=64))
-    return run
-
-
-def upper_bound(scores, c: int, eps2: float, trials: int, seed: int, sensitivity=1.0):
-    """Table 3's "SVT-Exp upper bound": top-c of s_i + Exp(Δ/ε2), metric sums over trials."""
-    import jax
-    import jax.numpy as jnp
-
-    fn = _upper_bound_fn(len(scores), int(c), int(trials))
-    return fn(jax.random.key(seed), jnp.asarray(scores), jnp.asarray(sensitivity / eps2,
-                                                                      jnp.asarray(scores).dtype))
-
-
-def _params(label: str, c: int, m: int, passes: int, delta: float) -> dict[str, Any]:
+def _params(label: str, c: int, m: int, passes, delta: float) -> dict[str, Any]:
+    """svt-exp parameters of a Table 3 method (``passes`` an int or a list: a sweep axis)."""
     p = dict(METHODS[label], c=c, append=True, max_passes=passes)
     if p["correction"] == "optimal":
         p["correction_k"] = max(1, m // c)  # k = ⌊m/c⌋ (Figure 7's caption)
@@ -274,57 +238,115 @@ def _params(label: str, c: int, m: int, passes: int, delta: float) -> dict[str, 
     return p
 
 
-def _row(sums, trials):
-    out = {}
-    for name, (s1, s2) in (("ncr", sums[:2]), ("f1", sums[2:])):
-        mean = float(s1) / trials
-        var = max(float(s2) / trials - mean * mean, 0.0) * trials / max(trials - 1, 1)
-        out[name], out[f"{name}_se"] = mean, math.sqrt(var / trials)
-    return out
-
-
-
-
 def _setting(data):
     liu = data.metadata["thresholds"]["liu24"]
     n_rec = data.metadata.get("num_transactions") or data.num_items
     return float(liu["threshold"]), int(liu["c"]), 1.0 / float(n_rec)
 
 
-def simulate_point(data, label, eps, passes, trials, seed):
-    import jax
-    import numpy as np
+def _upper_label(label: str, eps: float) -> str:
+    return f"{label} @ ε={eps!r}"
 
+
+def _eps2(eps: float, c: int, m: int, passes: int, delta: float) -> float:
+    import svtjax
+
+    mech = svtjax.get("svt-exp", epsilon=eps, **_params("SVT-Exp (optimal)", c, m, passes, delta))
+    return float(mech.host_budgets()[1])
+
+
+def _sweep_head(config: Config, figure: str, name: str, threshold: float) -> dict[str, Any]:
+    return {"name": f"liu2024-{figure}-{name}", "trials": config.trials, "seed": config.seed,
+            "datasets": [sweep_dataset(name, config.cache_dir)], "metrics": ["ncr", "f1"],
+            "shuffle": True, "threshold": threshold}
+
+
+def fig7_sweep(config: Config, name: str, data) -> dict[str, Any]:
+    """The ``svtjax.sweep`` config of Figure 7 on one dataset: every Table 3 method × ε.
+
+    The SVT methods are ``svt-exp`` tables over the ε grid. The upper bounds are one
+    ``report-noisy-max`` table per ε (their ε is ε2 of SVT-Exp's split at that ε): exponential
+    noise, ``monotonic=True``, ``k = c``, scale kΔ/ε: ``epsilon = c·ε2`` gives Table 3's
+    Exp(Δ/ε2) as printed, ``epsilon = ε2/2`` SVT-Exp's own query-noise scale 2cΔ/ε2 (what SVT-Exp
+    would achieve if it could rank its noisy scores, the reading under which "closely matches"
+    (Sec. 5.5.1) can hold). Labels ``"<method> @ ε=<ε>"`` map them back (:func:`_upper_label`).
+    """
+    threshold, c, delta = _setting(data)
+    m = len(data.scores)
+    tables = [{"name": "svt-exp", "label": label, **_params(label, c, m, config.passes, delta)}
+              for label in SVT_METHODS]
+    for eps in config.epsilons:
+        eps2 = _eps2(float(eps), c, m, config.passes, delta)
+        for label, eps_rnm in ((UPPER, c * eps2), (UPPER_SVT, eps2 / 2)):
+            tables.append({"name": "report-noisy-max", "label": _upper_label(label, float(eps)),
+                           "noise": "exponential", "monotonic": True, "epsilon": eps_rnm})
+    return {"sweep": _sweep_head(config, "fig7", name, threshold),
+            "grid": {"epsilon": [float(e) for e in config.epsilons], "c": [c]},
+            "mechanisms": tables}
+
+
+def fig8_sweep(config: Config, name: str, data) -> dict[str, Any]:
+    """The ``svtjax.sweep`` config of Figure 8 on one dataset: the SVT methods × traversals."""
+    threshold, c, delta = _setting(data)
+    m = len(data.scores)
+    passes = [int(p) for p in config.fig8_passes]
+    return {"sweep": _sweep_head(config, "fig8", name, threshold),
+            "grid": {"epsilon": [float(config.fig8_epsilon)], "c": [c]},
+            "mechanisms": [{"name": "svt-exp", "label": label,
+                            **_params(label, c, m, passes, delta)} for label in SVT_METHODS]}
+
+
+def _points(result) -> list[dict[str, Any]]:
+    """One dict per engine point: its method, ε, traversals and NCR / F1 with standard errors."""
+    points = []
+    for by in group_rows(result.rows, "point_id").values():
+        r = next(iter(by.values()))
+        p = {"label": r["label"], "epsilon": r.get("epsilon"), "passes": r.get("max_passes"),
+             "trials": r["trials"], "seconds": r["seconds"]}
+        for metric, row in by.items():
+            p[metric] = row["mean"]
+            p[f"{metric}_se"] = row["se"] if math.isfinite(row["se"]) else 0.0  # one trial
+        points.append(p)
+    return points
+
+
+def _figure_rows(points, data, config: Config, passes_default: int) -> list[dict[str, Any]]:
+    """Figure 7/8 rows of the engine points of one dataset (``passes_default``: the traversals
+    of a sweep whose ``max_passes`` is not an axis)."""
     import svtjax
 
     threshold, c, delta = _setting(data)
-    scores = np.asarray(data.scores, np.float32)
-    m = len(scores)
-    t0 = time.perf_counter()
-    exp_mech = svtjax.get("svt-exp", epsilon=eps, **_params("SVT-Exp (optimal)", c, m, passes,
-                                                             delta))
-    if label in (UPPER, UPPER_SVT):
-        eps2 = float(exp_mech.host_budgets()[1])
-        # Table 3's upper bound: Exp(Δ/ε2) as printed; the second variant uses SVT-Exp's own
-        # query-noise scale 2cΔ/ε2 (what SVT-Exp would achieve if it could rank its noisy
-        # scores), the reading under which "closely matches" (Sec. 5.5.1) can hold.
-        scale_eps = eps2 if label == UPPER else eps2 / (2 * c)
-        sums = jax.block_until_ready(upper_bound(scores, c, scale_eps, trials, seed))
-        r = float("nan")
-    else:
-        mech = svtjax.get("svt-exp", epsilon=eps, **_params(label, c, m, passes, delta))
-        sums = jax.block_until_ready(svtjax.simulate(
-            mech, scores, threshold, trials=trials, seed=seed, shuffle=True,
-            reduce=_reducer(scores, c)))
-        r = float(mech.correction_value)
-    return {"dataset": data.name, "epsilon": eps, "passes": passes, "method": label, "c": c,
-            "threshold": threshold, "trials": trials, "r": r, **_row(sums, trials),
-            "seconds": time.perf_counter() - t0}
+    m = len(data.scores)
+    uppers = {_upper_label(u, float(e)): (u, float(e)) for u in (UPPER, UPPER_SVT)
+              for e in config.epsilons}
+    rows = []
+    for p in points:
+        if p["label"] in uppers:
+            method, eps = uppers[p["label"]]
+            passes, r = passes_default, float("nan")
+        else:
+            method, eps = p["label"], float(p["epsilon"])
+            passes = int(p["passes"]) if p["passes"] not in (None, "") else passes_default
+            r = float(svtjax.get("svt-exp", epsilon=eps,
+                                 **_params(method, c, m, passes, delta)).correction_value)
+        rows.append({"dataset": data.name, "epsilon": eps, "passes": passes, "method": method,
+                     "c": c, "threshold": threshold, "trials": p["trials"], "r": r,
+                     "ncr": p["ncr"], "ncr_se": p["ncr_se"], "f1": p["f1"], "f1_se": p["f1_se"],
+                     "seconds": p["seconds"]})
+    order = {m: i for i, m in enumerate(SVT_METHODS + (UPPER, UPPER_SVT))}
+    rows.sort(key=lambda r: (r["epsilon"], r["passes"], order[r["method"]]))
+    return rows
 
 
 def run(config: Config, log=print) -> dict[str, Any]:
-    """Every table and figure; returns {"table5": rows, "fig3": ..., "fig7": ..., ...}."""
+    """Every table and figure; returns {"table5": rows, "fig3": ..., "fig7": ..., ...}.
+
+    Figures 7 and 8 run as ``svtjax.sweep`` sweeps (:func:`fig7_sweep`, :func:`fig8_sweep`), one
+    per dataset and figure, kept under ``<out>/sweep/`` so an interrupted run resumes.
+    """
     import jax
+
+    from svtjax import sweep
 
     loaded, missing = load_available(config.datasets, config.cache_dir)
     for name, why in missing.items():
@@ -334,18 +356,19 @@ def run(config: Config, log=print) -> dict[str, Any]:
                            "fig4": fig4(), "fig5": fig5()}
     if config.verbose:
         log(f"[liu2024] Table 5, Figures 3-5: {time.perf_counter() - t0:.1f}s")
+    quiet = (lambda msg: None)
     fig7, fig8 = [], []
     for name, data in loaded.items():
         start = time.perf_counter()
-        for eps in config.epsilons:
-            for label in SVT_METHODS + (UPPER, UPPER_SVT):
-                fig7.append(simulate_point(data, label, eps, config.passes, config.trials,
-                                           config.seed))
+        result = sweep.run(fig7_sweep(config, name, data),
+                           os.path.join(config.out, "sweep", "fig7", name),
+                           log=log if config.verbose else quiet)
+        fig7 += _figure_rows(_points(result), data, config, config.passes)
         if config.fig8_datasets is None or name in config.fig8_datasets:
-            for passes in config.fig8_passes:
-                for label in SVT_METHODS:
-                    fig8.append(simulate_point(data, label, config.fig8_epsilon, passes,
-                                               config.trials, config.seed))
+            result = sweep.run(fig8_sweep(config, name, data),
+                               os.path.join(config.out, "sweep", "fig8", name),
+                               log=log if config.verbose else quiet)
+            fig8 += _figure_rows(_points(result), data, config, config.fig8_passes[0])
         if config.verbose:
             log(f"[liu2024] {name}: {time.perf_counter() - start:.1f}s")
         # Each dataset size compiles its own ~30 kernels; dropping them keeps a paper-mode run
@@ -390,8 +413,8 @@ def ranking_check(rows) -> list[str]:
 def _tie_reason(row) -> str:
     if row["dataset"] == "adult":
         return ("on Adult 81 of the 123 items exceed T = 200 by far more than the noise, so with "
-                "c = 5 every SVT outputs the first 5 items of the (common) random order")
-    return "identical picks on the common random numbers"
+                "c = 5 every SVT outputs the first 5 items of its random order")
+    return "the same NCR on independent runs (each point has its own engine seed)"
 
 
 def _explain(ours, best, gap, se) -> str:

@@ -48,7 +48,7 @@ import sys
 import time
 from typing import Any, Optional, Sequence
 
-from svtjax.experiments._common import enable_cache, load_available
+from svtjax.experiments._common import enable_cache, load_available, sweep_dataset
 
 # The methods, in the paper's column order: label -> (registry name, parameters).
 METHODS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -159,7 +159,7 @@ QUICK = dict(datasets=("zipf", "retail"), cs=(25, 50), epsilons=(0.5,), trials=2
 def sweep_config(config: Config, name: str, cs: Sequence[int],
                  dataset_kwargs: Optional[dict] = None) -> dict[str, Any]:
     """The ``svtjax.sweep`` grid of one dataset: every method x ε x c, SER, shuffled trials."""
-    entry = {"name": name, **(dataset_kwargs or {})}
+    entry = sweep_dataset(name, config.cache_dir, **(dataset_kwargs or {}))
     return {
         "sweep": {"name": f"lyu2017-{name}", "trials": config.trials, "seed": config.seed,
                   "datasets": [entry], "metrics": ["ser"], "shuffle": True, "threshold": "lyu"},
@@ -176,7 +176,7 @@ def run(config: Config, log=print) -> tuple[list[dict[str, Any]], dict[str, str]
     cell derived from ``config.seed`` and the cell); finished cells are kept under
     ``<out>/sweep/<dataset>/points``, so an interrupted reproduction resumes where it stopped.
     """
-    from svtjax import datasets, sweep
+    from svtjax import sweep
 
     loaded, missing = load_available(config.datasets, config.cache_dir)
     for name, why in missing.items():
@@ -187,11 +187,8 @@ def run(config: Config, log=print) -> tuple[list[dict[str, Any]], dict[str, str]
         cs = [c for c in config.cs if c < len(data.scores)]
         if not cs:
             continue
-        kwargs = {}
-        if config.cache_dir is not None and name in datasets._registry.SPECS:
-            kwargs["cache_dir"] = config.cache_dir
         start_ds = time.perf_counter()
-        result = sweep.run(sweep_config(config, name, cs, kwargs),
+        result = sweep.run(sweep_config(config, name, cs),
                            os.path.join(config.out, "sweep", name),
                            log=log if config.verbose else (lambda msg: None))
         for r in result.rows:

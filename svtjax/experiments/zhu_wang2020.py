@@ -4,10 +4,10 @@ Both use the paper's stream q_t(D) = 0 for every t, so every ⊤ is a false posi
 ratio is fixed, σ2/σ1 = λ2/λ1 = 2 (threshold noise σ1 / λ1, query noise σ2 / λ2).
 
 **Exp 1 (Figure 1)** — calibrate each method's noise to one (ε, δ), cut-off c and threshold T,
-then count the queries processed before halting (simulated with ``svtjax.simulate`` on a stream
-of ``stream`` zeros; a trial still running at the end is censored there, the censored fraction
-is reported; for the RESAMPLE methods the exact mean c · E[K], E[K] = ∫ f_ρ(z) / P(ν ≥ T + z) dz,
-is printed beside the simulation). Methods (all Algorithm 2 with RESAMPLE unless stated):
+then count the queries processed before halting (simulated on a stream of ``stream`` zeros; a
+trial still running at the end is censored there, the censored fraction is reported; for the
+RESAMPLE methods the exact mean c · E[K], E[K] = ∫ f_ρ(z) / P(ν ≥ T + z) dz, is printed beside
+the simulation). Methods (all Algorithm 2 with RESAMPLE unless stated):
 
 * Laplace-SVT, standard calibration (Lemma 7: λ1 = min(2cΔ/ε, sqrt(32c log(1/δ))Δ/ε));
 * Laplace-SVT, CDP: each of the c rounds is (2Δ/λ1)-DP, as RDP αε²/2, composed, Lemma 3;
@@ -29,6 +29,18 @@ Laplace-SVT Theorem 8 (3) / Lemma 4; rounds composed under RDP. Baselines (accou
 answer vector): the Gaussian mechanism releasing all t answers, and noisy screening
 (data-dependent RDP at q = 0, Papernot et al. 2018), both with σ = sqrt(σ1² + σ2²), the noise
 an SVT comparison q + ν − ρ carries (svtjax's choice; the paper defers it to Appendix G).
+
+Simulations run on the sweep engine (``svtjax.sweep``): Exp 1 is one sweep per threshold T
+(:func:`fig1_sweep`: every calibrated method × c as a ``[[mechanisms]]`` table with its own c,
+on the ``binary`` dataset with no positives, i.e. ``stream`` zeros, metrics ``zw_processed``,
+``zw_censored`` registered here, median from the engine's ``quantiles``), Exp 2 one sweep
+(:func:`fig2_sweep`: metrics ``zw_tops@t``, the number of ⊤ among the first t queries; c = t_max
+on a stream of t_max + 1 zeros, so the first t_max queries are processed whatever the answers,
+as a run that never halts). Every point is seeded by the engine from ``--seed`` and the point
+(the pre-engine script seeded every cell with ``--seed`` itself, so the simulated numbers differ;
+the findings do not); finished points are kept under ``<out>/sweep/`` and reused by a rerun.
+``--paper`` on the 2-core CPU, shared with other jobs (load average about 3.5): 43 s wall, as
+the pre-engine script (42 s in the same conditions).
 
 **Exp 3** (CIFAR-10 private-kNN screening) needs CIFAR-10 and the private-kNN pipeline, which
 are not available offline; ``summary.md`` says so.
@@ -55,6 +67,8 @@ import time
 from typing import Any, Optional, Sequence
 
 import numpy as np
+
+from svtjax.experiments._common import group_rows, sweep_dtype
 
 FIG1_METHODS = ("Laplace-SVT (standard, Lemma 7)", "Laplace-SVT (CDP)",
                 "Laplace-SVT (sinh, Lemma 4)", "Gaussian-SVT (Thm 8 / Prop. 10)",
@@ -123,7 +137,12 @@ def expected_length(rho, nu, threshold: float) -> float:
 
 def calibrate_fig1(c: int, threshold: float, epsilon: float, delta: float, k_max: int
                    ) -> dict[str, dict[str, Any]]:
-    """Each Figure 1 method's mechanism, calibrated to (ε, δ); label -> {mech, exact, eps}."""
+    """Each Figure 1 method's mechanism, calibrated to (ε, δ).
+
+    Returns:
+      label -> {name, params (what ``svtjax.get(name, **params)`` takes: ``mech``), mech,
+      exact (log10 of the exact mean length, NaN where unknown), scale, eps, ...}.
+    """
     from scipy import stats
 
     import svtjax
@@ -131,8 +150,11 @@ def calibrate_fig1(c: int, threshold: float, epsilon: float, delta: float, k_max
     from svtjax.noise import Gaussian, Laplace
 
     def lap_mech(lam):
-        return svtjax.get("generalized-svt", c=c, resample=True, threshold_noise=Laplace(lam),
-                          query_noise=Laplace(2 * lam))
+        return svtjax.get("generalized-svt", **lap_params(lam))
+
+    def lap_params(lam):
+        return dict(c=c, resample=True, threshold_noise=Laplace(lam),
+                    query_noise=Laplace(2 * lam))
 
     def lap_exact(lam):  # log10 of the exact mean length c·E[K] (no stream cap)
         return (math.log(c) + log_expected_length(stats.laplace(scale=lam),
@@ -141,60 +163,129 @@ def calibrate_fig1(c: int, threshold: float, epsilon: float, delta: float, k_max
 
     out: dict[str, dict[str, Any]] = {}
     lam = min(2 * c / epsilon, acc.lemma7_resample_scale(epsilon, delta, c))
-    out[FIG1_METHODS[0]] = dict(mech=lap_mech(lam), exact=lap_exact(lam), scale=lam,
-                                eps=epsilon)  # Lemma 7: pure 2c/λ, or its (ε, δ) calibration
+    out[FIG1_METHODS[0]] = dict(mech=lap_mech(lam), params=lap_params(lam), exact=lap_exact(lam),
+                                scale=lam, eps=epsilon)  # Lemma 7: pure 2c/λ, or its (ε, δ)
     for label, kind in ((FIG1_METHODS[1], "cdp"), (FIG1_METHODS[2], "sinh")):
         account = lambda s, k=kind: acc.compose(_laplace_round(s, k), times=c)  # noqa: E731
         lam = acc.calibrate(account, epsilon, delta, rtol=1e-6)
-        out[label] = dict(mech=lap_mech(lam), exact=lap_exact(lam), scale=lam,
-                          eps=account(lam).epsilon(delta))
-    gauss = svtjax.get("generalized-svt", c=c, resample=True, epsilon=epsilon, delta=delta,
-                       margin=threshold, k_max=k_max, threshold_noise=Gaussian(1.0),
-                       query_noise=Gaussian(2.0))
+        out[label] = dict(mech=lap_mech(lam), params=lap_params(lam), exact=lap_exact(lam),
+                          scale=lam, eps=account(lam).epsilon(delta))
+    gauss_params = dict(c=c, resample=True, epsilon=epsilon, delta=delta, margin=threshold,
+                        k_max=k_max, threshold_noise=Gaussian(1.0), query_noise=Gaussian(2.0))
+    gauss = svtjax.get("generalized-svt", **gauss_params)
     s1 = float(gauss.threshold_noise.sigma)
     log_ek = log_expected_length(stats.norm(scale=s1), stats.norm(scale=2 * s1), threshold)
     ek = math.exp(min(log_ek, 700.0))
-    out[FIG1_METHODS[3]] = dict(mech=gauss, exact=(math.log(c) + log_ek) / math.log(10),
-                                scale=s1,
+    out[FIG1_METHODS[3]] = dict(mech=gauss, params=gauss_params,
+                                exact=(math.log(c) + log_ek) / math.log(10), scale=s1,
                                 eps=gauss.privacy().epsilon(delta))
     c_stage = max(1, math.isqrt(c))
     k_stage = 2 ** min(30, max(2, math.ceil(math.log2(4 * c_stage * ek))))
 
+    def stagewise_params(s):
+        return dict(c=c, c_stage=c_stage, k_max=k_stage, threshold_noise=Gaussian(s),
+                    query_noise=Gaussian(2 * s))
+
     def stagewise(s):
-        return svtjax.get("stagewise-svt", c=c, c_stage=c_stage, k_max=k_stage,
-                          threshold_noise=Gaussian(s), query_noise=Gaussian(2 * s))
+        return svtjax.get("stagewise-svt", **stagewise_params(s))
 
     s1 = acc.calibrate(lambda s: stagewise(s).privacy(), epsilon, delta, start=s1, rtol=1e-4)
     mech = stagewise(s1)
-    out[FIG1_METHODS[4]] = dict(mech=mech, exact=math.nan, scale=s1, c_stage=c_stage,
-                                k_stage=k_stage, eps=mech.privacy().epsilon(delta))
+    out[FIG1_METHODS[4]] = dict(mech=mech, params=stagewise_params(s1), exact=math.nan,
+                                scale=s1, c_stage=c_stage, k_stage=k_stage,
+                                eps=mech.privacy().epsilon(delta))
+    for m in out.values():
+        m["name"] = m["mech"].name
     return out
 
 
+# -- simulations on the sweep engine -----------------------------------------------------------
+
+def _processed(out, scores, c, ctx):
+    """Queries processed (stream positions evaluated) before halting."""
+    import jax.numpy as jnp
+
+    del scores, c, ctx
+    return jnp.sum(out.answers >= 0, axis=-1)
+
+
+def _censored(out, scores, c, ctx):
+    """1 where the run was still going when the stream ran out: every position evaluated and
+    fewer than c ⊤ (so not halted by its cut-off, or stage-wise by its last stage)."""
+    import jax.numpy as jnp
+
+    del scores, ctx
+    done = jnp.all(out.answers >= 0, axis=-1)
+    return done & (jnp.sum(out.answers == 1, axis=-1) < c)
+
+
+def _tops_first(t: int, out, scores, c, ctx):
+    """Number of ⊤ among the first t queries."""
+    import jax.numpy as jnp
+
+    del scores, c, ctx
+    return jnp.sum(out.answers[:, :t] == 1, axis=-1)
+
+
+def _register_metrics(ts: Sequence[int] = ()) -> list[str]:
+    """Registers Exp 1's metrics and Exp 2's ``zw_tops@t`` for each t; returns the latter."""
+    import functools
+
+    from svtjax import sweep
+
+    sweep.register_metric("zw_processed", _processed,
+                          "Zhu & Wang 2020 Exp 1: queries processed before halting")
+    sweep.register_metric("zw_censored", _censored,
+                          "Zhu & Wang 2020 Exp 1: 1 if still running at the end of the stream")
+    names = []
+    for t in ts:
+        names.append(f"zw_tops@{int(t)}")
+        sweep.register_metric(names[-1], functools.partial(_tops_first, int(t)),
+                              f"Zhu & Wang 2020 Exp 2: number of ⊤ among the first {int(t)} "
+                              "queries")
+    return names
+
+
+def fig1_sweep(config: Config, threshold: float,
+               methods: dict[int, dict[str, dict[str, Any]]]) -> dict[str, Any]:
+    """The ``svtjax.sweep`` config of Exp 1 at one threshold: a table per (c, method).
+
+    Args:
+      methods: c -> :func:`calibrate_fig1`'s result at (c, ``threshold``).
+    """
+    _register_metrics()
+    tables = [{"name": m["name"], "label": f"{label} | c={c}", **m["params"]}
+              for c, by in methods.items() for label, m in by.items()]
+    return {"sweep": {"name": f"zhu_wang2020-fig1-T{threshold:g}", "trials": config.trials,
+                      "seed": config.seed,
+                      "datasets": [{"name": "binary", "n": config.stream, "positives": 0}],
+                      "metrics": ["zw_processed", "zw_censored"], "quantiles": [0.5],
+                      "shuffle": False, "threshold": float(threshold), "dtype": sweep_dtype()},
+            "grid": {"c": sorted(methods)}, "mechanisms": tables}
+
+
 def run_fig1(config: Config, log=print) -> list[dict[str, Any]]:
-    import svtjax
+    from svtjax import sweep
 
     rows = []
-    zeros = np.zeros(config.stream)
     for threshold in config.thresholds:
-        for c in config.cs:
-            methods = calibrate_fig1(c, threshold, config.epsilon, config.delta,
-                                     config.stream)
-            for label, m in methods.items():
-                out = svtjax.simulate(m["mech"], zeros, threshold, trials=config.trials,
-                                      seed=config.seed)
-                answers = np.asarray(out.answers)
-                lengths = np.sum(answers >= 0, axis=1)
-                tops = np.sum(answers == 1, axis=1)
-                # still running when the stream ran out: not halted by c ⊤ (or, stage-wise,
-                # by the last stage) before the last position
-                censored = float(np.mean((lengths == config.stream) & (tops < c)))
+        methods = {c: calibrate_fig1(c, threshold, config.epsilon, config.delta, config.stream)
+                   for c in config.cs}
+        result = sweep.run(fig1_sweep(config, threshold, methods),
+                           os.path.join(config.out, "sweep", f"fig1_T{threshold:g}"),
+                           log=log if config.verbose else (lambda msg: None))
+        by = group_rows(result.rows, "label")
+        for c, ms in methods.items():
+            for label, m in ms.items():
+                length = by[f"{label} | c={c}"]["zw_processed"]
+                n = length["trials"]
+                std = length["std"] * math.sqrt((n - 1) / n) if n > 1 else 0.0  # as np.std
+                censored = by[f"{label} | c={c}"]["zw_censored"]["mean"]
                 row = dict(threshold=threshold, c=c, method=label, scale=m["scale"],
-                           epsilon=m["eps"], mean_length=float(np.mean(lengths)),
-                           median_length=float(np.median(lengths)),
-                           std_length=float(np.std(lengths)),
+                           epsilon=m["eps"], mean_length=float(length["mean"]),
+                           median_length=float(length["q0.5"]), std_length=float(std),
                            exact_log10_mean_length=m["exact"],
-                           censored=censored, trials=config.trials,
+                           censored=float(censored), trials=n,
                            k_stage=m.get("k_stage", ""), c_stage=m.get("c_stage", ""))
                 rows.append(row)
                 if config.verbose:
@@ -206,17 +297,41 @@ def run_fig1(config: Config, log=print) -> list[dict[str, Any]]:
 
 # -- Exp 2 -----------------------------------------------------------------------------------
 
-def _cumulative_tops(mech, t_max: int, threshold: float, trials: int, seed: int) -> np.ndarray:
-    """Mean number of ⊤ among the first t queries, t = 1 .. t_max."""
-    import svtjax
+def _fig2_queries(t_max: int) -> np.ndarray:
+    """The numbers of processed queries t at which Figure 2 is evaluated."""
+    return np.unique(np.round(np.geomspace(1, t_max, 25)).astype(int))
 
-    out = svtjax.simulate(mech, np.zeros(t_max), threshold, trials=trials, seed=seed)
-    return np.mean(np.cumsum(np.asarray(out.answers) == 1, axis=1), axis=0)
+
+def fig2_sweep(config: Config) -> dict[str, Any]:
+    """The ``svtjax.sweep`` config of Exp 2: Gaussian- and Laplace-SVT screening zero queries.
+
+    The runs keep screening with a fresh threshold after each ⊤ (RESAMPLE); the cut-off c =
+    t_max on a stream of t_max + 1 zeros is reached, at the earliest, at query t_max, so the
+    number of ⊤ among the first t <= t_max queries (metrics ``zw_tops@t``) is that of a run that
+    never halts.
+    """
+    from svtjax.noise import Gaussian, Laplace
+
+    s1 = config.fig2_sigma1
+    lam1 = s1 / math.sqrt(2)
+    t_max = int(config.fig2_queries)
+    metrics = _register_metrics(_fig2_queries(t_max))
+    return {"sweep": {"name": "zhu_wang2020-fig2", "trials": config.fig2_trials,
+                      "seed": config.seed,
+                      "datasets": [{"name": "binary", "n": t_max + 1, "positives": 0}],
+                      "metrics": metrics, "shuffle": False,
+                      "threshold": float(config.fig2_threshold), "dtype": sweep_dtype()},
+            "grid": {"c": [t_max]},
+            "mechanisms": [
+                {"name": "generalized-svt", "label": "Gaussian-SVT", "resample": True,
+                 "threshold_noise": Gaussian(s1), "query_noise": Gaussian(2 * s1)},
+                {"name": "generalized-svt", "label": "Laplace-SVT", "resample": True,
+                 "threshold_noise": Laplace(lam1), "query_noise": Laplace(2 * lam1)}]}
 
 
 def run_fig2(config: Config, log=print) -> list[dict[str, Any]]:
-    import svtjax
     from svtjax import accounting as acc
+    from svtjax import sweep
     from svtjax.noise import Gaussian, Laplace
 
     s1 = config.fig2_sigma1
@@ -225,21 +340,18 @@ def run_fig2(config: Config, log=print) -> list[dict[str, Any]]:
     lam2 = 2 * lam1
     sigma = math.hypot(s1, s2)
     t_max, thr, delta = config.fig2_queries, config.fig2_threshold, config.fig2_delta
-    never = t_max + 1  # the run keeps screening: the cut-off is never reached
-    gauss = svtjax.get("generalized-svt", c=never, resample=True, threshold_noise=Gaussian(s1),
-                       query_noise=Gaussian(s2))
-    lap = svtjax.get("generalized-svt", c=never, resample=True, threshold_noise=Laplace(lam1),
-                     query_noise=Laplace(lam2))
-    tops_g = _cumulative_tops(gauss, t_max, thr, config.fig2_trials, config.seed)
-    tops_l = _cumulative_tops(lap, t_max, thr, config.fig2_trials, config.seed)
+    result = sweep.run(fig2_sweep(config), os.path.join(config.out, "sweep", "fig2"),
+                       log=log if config.verbose else (lambda msg: None))
+    tops = {(r["label"], int(r["metric"].split("@")[1])): r["mean"] for r in result.rows}
     lap_round = acc.generalized_svt_guarantee(Laplace(lam1), Laplace(lam2), 1)
     screen = acc.RDP("noisy screening", lambda a: acc.noisy_screening_rdp(a, sigma, thr, 0.0))
-    ts = np.unique(np.round(np.geomspace(1, t_max, 25)).astype(int))
+    ts = _fig2_queries(t_max)
     rows = []
     for t in ts:
         g_round = acc.generalized_svt_guarantee(Gaussian(s1), Gaussian(s2), 1, k_max=int(t),
                                                 margin=thr)
-        rounds = {"Gaussian-SVT": 1 + tops_g[t - 1], "Laplace-SVT": 1 + tops_l[t - 1]}
+        rounds = {"Gaussian-SVT": 1 + tops[("Gaussian-SVT", int(t))],
+                  "Laplace-SVT": 1 + tops[("Laplace-SVT", int(t))]}
         eps = {
             "Laplace-SVT": acc.RDP("", lambda a, r=rounds["Laplace-SVT"]: r * lap_round.rdp(a))
             .epsilon(delta),
