@@ -16,8 +16,6 @@ import argparse
 import datetime as _dt
 import json
 import os
-import platform
-import socket
 import subprocess
 import sys
 import time
@@ -66,11 +64,10 @@ def child(repeats: int) -> dict:
 
 
 def main(argv=None) -> int:
-    from svtjax.bench import _cpu_model, _load
+    from svtjax.bench import _load, machine_info
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeats", type=int, default=7)
-    p.add_argument("--machine", default=None, help="machine id in the file name")
     p.add_argument("--results", type=Path, default=HERE / "results")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -89,13 +86,13 @@ def main(argv=None) -> int:
         runs[label] = json.loads(proc.stdout.strip().splitlines()[-1])
         print(f"[allocator] {label}: {runs[label]}", flush=True)
     now = _dt.datetime.now(_dt.timezone.utc)
-    machine = args.machine or socket.gethostname()
-    record = {"schema": SCHEMA, "time": now.isoformat(timespec="seconds"), "machine": machine,
-              "cpu": _cpu_model(), "cores": os.cpu_count(), "platform": platform.platform(),
-              "repeats": args.repeats, "load_start": load_start, "load_end": _load(),
-              "runs": runs}
+    machine = machine_info()
+    record = {"schema": SCHEMA, "created": now.isoformat(timespec="seconds"),
+              "machine": machine, "repeats": args.repeats,
+              "load_average": {"start": load_start, "end": _load()}, "runs": runs}
     args.results.mkdir(parents=True, exist_ok=True)
-    path = args.results / f"allocator-{machine}-{now.strftime('%Y-%m-%dT%H%M%S')}.json"
+    path = args.results / (f"allocator-{machine['machine_id']}-"
+                           f"{now.strftime('%Y-%m-%dT%H%M%S')}.json")
     path.write_text(json.dumps(record, indent=1) + "\n")
     print(f"[allocator] wrote {path}")
     return 0

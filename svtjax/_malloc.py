@@ -8,7 +8,8 @@ such buffers (``benchmarks/bench_allocator.py`` measures the difference; figures
 memory in the process for reuse; the cost is that the resident set stays at its peak instead of
 shrinking after a large run.
 
-:func:`tune_allocator` is called by ``svtjax.simulate`` and ``svtjax.sweep.run`` on first use.
+:func:`tune_allocator` is called by ``svtjax.simulate``, ``svtjax.sweep.run`` and ``svtjax bench``
+on first use.
 Set ``SVTJAX_MALLOC_TUNING=0`` to leave the allocator alone (the equivalent environment setting
 ``MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=2147483647`` works for any process).
 """

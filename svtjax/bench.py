@@ -799,7 +799,11 @@ def _mechanisms(cfg: Config) -> list[str]:
 def run(cfg: Config, *, verbose: bool = True, argv: Optional[Sequence[str]] = None) -> dict:
     """Runs the benchmark described by ``cfg``; returns the JSON record."""
     import svtjax
+    from svtjax import _malloc
 
+    # What simulate does on first use, done first so every engine (numpy and numba included)
+    # runs under the same allocator settings.
+    _malloc.tune_allocator()
     started = time.perf_counter()
     record: dict = {
         "schema": SCHEMA,
@@ -808,6 +812,7 @@ def run(cfg: Config, *, verbose: bool = True, argv: Optional[Sequence[str]] = No
         "device": device_info(),
         "versions": versions(),
         "source": source_state(),
+        "allocator_tuned": _malloc.state(),
         "config": dict(dataclasses.asdict(cfg), argv=list(argv) if argv is not None else None,
                        workload={"scores": "q_i = 10000 / i (float32)",
                                  "threshold": f"mean of the {cfg.c}th and {cfg.c + 1}th largest",
@@ -1059,6 +1064,8 @@ def _record_md(rec: dict, results_dir: Path) -> str:
         f"{src.get('package_sha256')}",
         f"- Load average (1/5/15 min) at start {load.get('start')}, end {load.get('end')} "
         f"(per-case 1-min load in the `load` column)",
+        "- glibc allocator tuning (`svtjax._malloc`, for every engine): "
+        + {True: "on", False: "off", None: "off (the record predates it)"}[rec.get("allocator_tuned")],
         f"- Config: ε={cfg['epsilon']}, c={cfg['c']}, repeats={cfg['repeats']} (median), "
         f"sizes (n × trials) {', '.join(f'{a}×{b}' for a, b in cfg['sizes'])}, "
         f"modes {', '.join(cfg['modes'])}, seed {cfg['seed']}",
@@ -1069,7 +1076,9 @@ def _record_md(rec: dict, results_dir: Path) -> str:
         "sample repeats calls shorter than 50 ms and divides, `calls_per_sample` in the JSON); "
         "eval/s counts evaluated positions only (answers >= 0); `reached` = evaluated / (trials "
         "× L), L the Outcome length (n; k for top-k selection mechanisms, which score all n "
-        "items). `reduce=` is svtjax with an in-chunk reducer (per-trial counts) instead of full "
+        "items). `reduce=` is svtjax with an in-chunk reducer (per-trial counts of evaluated "
+        "positions and ⊤, read with `svtjax.prefix_counts` up to each trial's halt since "
+        "commit 2da057c; records made before it summed over the whole stream) instead of full "
         "Outcomes. Baselines: `numba` is a per-trial while-loop drawing Laplace noise lazily and "
         "stopping at the c-th ⊤ (partial Fisher–Yates over the positions reached; "
         "`numba-par` = the same over threads with prange); `numpy-vec` draws all noise of a "
@@ -1209,6 +1218,45 @@ def reproduce_md(results_dir: Path) -> list:
     return out + [""]
 
 
+def _latest(results_dir: Path, pattern: str, schema: str) -> Optional[dict]:
+    recs = []
+    for path in sorted(Path(results_dir).glob(pattern)):
+        try:
+            rec = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if rec.get("schema") == schema:
+            rec["_path"] = path
+            recs.append(rec)
+    return max(recs, key=lambda r: r["created"]) if recs else None
+
+
+def allocator_md(results_dir: Path) -> list:
+    """The allocator section: the latest record of benchmarks/bench_allocator.py."""
+    rec = _latest(results_dir, "allocator-*.json", "svtjax-allocator/1")
+    out = ["## glibc allocator tuning (svtjax._malloc)", ""]
+    if rec is None:
+        return out + ["No record yet: run `python benchmarks/bench_allocator.py`.", ""]
+    m, runs = rec["machine"], rec["runs"]
+    default, tuned = runs["default"], runs["tuned"]
+    out += [f"Source: `{os.path.relpath(rec['_path'], Path(results_dir).parent)}` "
+            f"(`python benchmarks/bench_allocator.py`, run {rec['created']}) on "
+            f"`{m['machine_id']}` ({m['cpu_model']}, {m['logical_cores']} logical cores); "
+            f"load average at start {rec['load_average'].get('start')}, end "
+            f"{rec['load_average'].get('end')}. Median of {rec['repeats']} warm calls, each "
+            "column in its own process: `default` = glibc's thresholds "
+            "(`SVTJAX_MALLOC_TUNING=0`), `tuned` = what `simulate` sets on first use.", "",
+            "| timing | default ms | tuned ms | speed-up |", "|---|---|---|---|",
+            f"| jitted fill of int32[1000, 10000] (40 MB) | {default['fill_40mb_s'] * 1e3:.2f} "
+            f"| {tuned['fill_40mb_s'] * 1e3:.2f} | "
+            f"{default['fill_40mb_s'] / tuned['fill_40mb_s']:.2f}x |"]
+    for d, t in zip(default["cases"], tuned["cases"]):
+        for kind, label in (("full_s", "full Outcomes"), ("reduce_s", "reduce=")):
+            out.append(f"| svt-s n={d['n']} x {d['trials']} trials, {d['mode']}, {label} | "
+                       f"{d[kind] * 1e3:.2f} | {t[kind] * 1e3:.2f} | {d[kind] / t[kind]:.2f}x |")
+    return out + [""]
+
+
 def write_results_md(results_dir: Path, output: Path, suites: Sequence[str] = ("full",)) -> Path:
     """Regenerates ``output`` (RESULTS.md) from the latest record per machine in ``results_dir``."""
     every = load_records(results_dir)
@@ -1220,7 +1268,8 @@ def write_results_md(results_dir: Path, output: Path, suites: Sequence[str] = ("
                 if r["machine"]["machine_id"] not in shown and r["device"]["backend"] != "cpu"]
     text = render_results_md(records, Path(results_dir))
     head, sep, rest = text.partition("\n## GPU")
-    text = head + "\n" + "\n".join(reproduce_md(Path(results_dir))) + sep + rest
+    text = (head + "\n" + "\n".join(reproduce_md(Path(results_dir)) + allocator_md(
+        Path(results_dir))) + sep + rest)
     Path(output).write_text(text)
     return Path(output)
 
