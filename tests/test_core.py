@@ -83,3 +83,34 @@ def test_prefix_counts_of_simulated_svt_are_the_totals():
         evaluated, tops = svtjax.prefix_counts(out)
         np.testing.assert_array_equal(evaluated, (np.asarray(out.answers) >= 0).sum(1))
         np.testing.assert_array_equal(tops, (np.asarray(out.answers) == 1).sum(1))
+
+
+def test_bounded_uniform_is_the_high_word_of_x_times_span():
+    """Fisher–Yates swap indices: ⌊X·span / 2**64⌋ for the 64-bit X of two threefry words,
+    checked against Python integers, with spans up to 2**31 - 1."""
+    import jax
+
+    from svtjax.mechanisms.base import bounded_uniform
+
+    rng = np.random.default_rng(0)
+    span = np.concatenate([[1, 2, 3, 2**31 - 1], rng.integers(1, 2**31, 4000)]).astype(np.int32)
+    key = jax.random.key(5)
+    got = np.asarray(bounded_uniform(key, jnp.asarray(span)))
+    words = np.asarray(jax.random.bits(key, span.shape + (2,), jnp.uint32))
+    want = [((int(w0) << 32 | int(w1)) * int(s)) >> 64 for (w0, w1), s in zip(words, span)]
+    np.testing.assert_array_equal(got, want)
+    assert np.all((got >= 0) & (got < span))
+
+
+def test_bounded_uniform_frequencies():
+    import jax
+    from scipy import stats
+
+    from svtjax.mechanisms.base import bounded_uniform
+
+    for span in (6, 7, 1000):
+        draws = np.asarray(bounded_uniform(jax.random.key(span), jnp.full((300_000,), span,
+                                                                           jnp.int32)))
+        counts = np.bincount(draws, minlength=span)
+        assert counts.shape == (span,)
+        assert stats.chisquare(counts).pvalue > 1e-5, span
