@@ -71,7 +71,7 @@ def bounded_uniform(key: Key, span: Array) -> Array:
     ⌊X·span / 2**64⌋ for X a uniform 64-bit integer (two 32-bit words of one threefry call):
     each value has probability ⌊2**64/span⌋/2**64 or ⌈2**64/span⌉/2**64, a relative deviation
     below span/2**64 (< 1.2e-10 for span < 2**31) — as close to uniform as
-    ``jax.random.randint``, which reduces the same 64 random bits modulo span, without its four
+    ``jax.random.randint``, which reduces 64 random bits modulo span, without its four
     integer remainders per draw (the dearest part of a shuffled run on a CPU).
     """
     span = jnp.asarray(span, jnp.int32).astype(jnp.uint32)
