@@ -85,21 +85,56 @@ def test_prefix_counts_of_simulated_svt_are_the_totals():
         np.testing.assert_array_equal(tops, (np.asarray(out.answers) == 1).sum(1))
 
 
-def test_bounded_uniform_is_the_high_word_of_x_times_span():
-    """Fisher–Yates swap indices: ⌊X·span / 2**64⌋ for the 64-bit X of two threefry words,
-    checked against Python integers, with spans up to 2**31 - 1."""
+def _lemire_reference(key, span):
+    """Lemire's multiply-and-reject in Python integers, from the words ``bounded_uniform``
+    reads: attempt 0 from ``key``, attempt r from ``fold_in(key, r)``."""
+    import jax
+
+    span = [int(s) for s in span]
+    value, pending, attempt = [None] * len(span), set(range(len(span))), 0
+    while pending:
+        k = key if attempt == 0 else jax.random.fold_in(key, attempt)
+        words = np.asarray(jax.random.bits(k, (len(span),), jnp.uint32))
+        for i in sorted(pending):
+            m = int(words[i]) * span[i]
+            if m % 2**32 >= 2**32 % span[i]:
+                value[i] = m >> 32
+                pending.discard(i)
+        attempt += 1
+    return np.array(value), attempt
+
+
+def test_bounded_uniform_is_lemires_method():
+    """Fisher–Yates swap indices: the high word of X·span for 32-bit words X, rejecting X whose
+    low word is below 2**32 mod span and retrying with the next word, checked against Python
+    integers with spans up to 2**31 - 1. Spans just above 2**31 / 1.5 and 2**30 reject about a
+    third and a quarter of the words, so the retry path (several rounds) is exercised."""
     import jax
 
     from svtjax.mechanisms.base import bounded_uniform
 
     rng = np.random.default_rng(0)
-    span = np.concatenate([[1, 2, 3, 2**31 - 1], rng.integers(1, 2**31, 4000)]).astype(np.int32)
+    span = np.concatenate([[1, 2, 3, 2**31 - 1], rng.integers(1, 2**31, 2000),
+                           np.full(300, 2**31 // 3 * 2 + 1), np.full(300, 2**30 + 1)])
+    span = span.astype(np.int32)
     key = jax.random.key(5)
     got = np.asarray(bounded_uniform(key, jnp.asarray(span)))
-    words = np.asarray(jax.random.bits(key, span.shape + (2,), jnp.uint32))
-    want = [((int(w0) << 32 | int(w1)) * int(s)) >> 64 for (w0, w1), s in zip(words, span)]
+    want, attempts = _lemire_reference(key, span)
+    assert attempts >= 3  # rejected words were redrawn, some more than once
     np.testing.assert_array_equal(got, want)
     assert np.all((got >= 0) & (got < span))
+
+
+def test_bounded_uniform_is_exactly_uniform_over_all_words():
+    """Exactness, not just closeness: over all 2**32 words (here all 2**16 words of a 16-bit
+    analogue of the same arithmetic), every accepted value is hit equally often."""
+    for span in (3, 7, 1000, 40_000, 65_535):
+        x = np.arange(2**16, dtype=np.uint64)
+        m = x * span
+        keep = (m % 2**16) >= (2**16 % span)
+        counts = np.bincount((m[keep] >> 16).astype(np.int64), minlength=span)
+        assert counts.shape == (span,)
+        assert np.all(counts == counts[0]), span
 
 
 def test_bounded_uniform_frequencies():

