@@ -324,6 +324,41 @@ def _timed(fn: Callable[[], Any], repeats: int, min_sample_s: float = MIN_SAMPLE
     return times, out, number
 
 
+INTERLEAVED = ("svtjax", "svtjax-reduce", "numba", "numba-count")
+"""The head-to-head engines of the headline, timed in interleaved rounds (see
+:func:`_interleaved`)."""
+
+
+def _interleaved(fns: dict, rounds: int) -> dict:
+    """Times several engines in alternation: round r takes one sample of each engine in turn
+    (``fn(1)``, a timing function called with ``repeats=1``), so that every engine samples the
+    same stretches of machine time. On a shared 2-core VM the speed of a multi-threaded run
+    changes for seconds at a time (1.9x measured on one process over a minute); timing engines
+    one after another would let such a stretch fall on one of them only. Returns one row per
+    engine with all ``rounds`` samples in ``times_s`` and their median."""
+    rows: dict = {}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            if rows.get(name, {}).get("status") == "skipped":
+                continue
+            try:
+                row = fn(1)
+            except Exception as err:  # noqa: BLE001 - a failing engine must not stop the run
+                row = {"status": "skipped", "reason": f"failed: {type(err).__name__}: {err}"}
+            if row.get("status") == "skipped" or name not in rows:
+                rows[name] = dict(row, times_s=list(row.get("times_s", [])))
+            else:
+                rows[name]["times_s"].extend(row["times_s"])
+    for row in rows.values():
+        if row.get("status") == "skipped":
+            continue
+        row["median_s"] = _median(row["times_s"])
+        row["interleaved_rounds"] = rounds
+        if "first_call_s" in row:  # svtjax: the first round's first call compiled
+            row["compile_s"] = max(row["first_call_s"] - row["median_s"], 0.0)
+    return rows
+
+
 def _result(engine: str, mechanism: str, n: int, trials: int, mode: str, **fields) -> dict:
     row = {"engine": engine, "mechanism": mechanism, "n": n, "trials": trials, "mode": mode,
            "status": "ok", "load_1m": (_load() or [None])[0]}
@@ -838,6 +873,10 @@ def run(cfg: Config, *, verbose: bool = True, argv: Optional[Sequence[str]] = No
             for mode in cfg.modes:
                 shuffle = mode == "shuffle"
                 _log(f"[bench] svtjax {name} n={n} trials={trials} {mode}", verbose)
+                if name == HEADLINE and cfg.baselines:
+                    results.extend(_baselines(cfg, mech, q, T, n, trials, mode, verbose,
+                                              params))
+                    continue
                 try:
                     row = time_svtjax(mech, q, T, trials, shuffle, cfg.repeats, cfg.seed)
                 except Exception as err:  # noqa: BLE001 - a failing family must not stop the run
@@ -845,9 +884,6 @@ def run(cfg: Config, *, verbose: bool = True, argv: Optional[Sequence[str]] = No
                                             f"failed: {type(err).__name__}: {err}"))
                     continue
                 results.append(_result("svtjax", name, n, trials, mode, params=params, **row))
-                if name != HEADLINE or not cfg.baselines:
-                    continue
-                results.extend(_baselines(cfg, mech, q, T, n, trials, mode, verbose))
         if cfg.baselines and HEADLINE in names:
             _log(f"[bench] rng-floor n={n} trials={trials}", verbose)
             results.append(_result("rng-floor", "-", n, trials, "-",
@@ -869,26 +905,35 @@ def run(cfg: Config, *, verbose: bool = True, argv: Optional[Sequence[str]] = No
     return record
 
 
-def _baselines(cfg, mech, q, T, n, trials, mode, verbose) -> list:
+def _baselines(cfg, mech, q, T, n, trials, mode, verbose, params) -> list:
+    """The headline mechanism and every baseline on one case. svtjax (full Outcomes and
+    ``reduce=``), numba and numba-count are timed in interleaved rounds (:func:`_interleaved`);
+    numba-parallel (whose threads could still be busy when the next engine starts) and the numpy
+    engines run after them."""
     shuffle = mode == "shuffle"
+    rep, seed = cfg.repeats, cfg.seed
+    _log(f"[bench]   interleaved: {', '.join(INTERLEAVED)} {mode} ({rep} rounds)", verbose)
+    head = _interleaved({
+        "svtjax": lambda r: time_svtjax(mech, q, T, trials, shuffle, r, seed),
+        "svtjax-reduce": lambda r: time_svtjax(mech, q, T, trials, shuffle, r, seed,
+                                               reduce=True),
+        "numba": lambda r: time_numba(mech, q, T, trials, shuffle, r, seed, False),
+        "numba-count": lambda r: time_numba(mech, q, T, trials, shuffle, r, seed, False,
+                                            store=False),
+    }, rep)
     rows = []
-    _log(f"[bench]   svtjax-reduce {mode}", verbose)
-    rows.append(_result("svtjax-reduce", HEADLINE, n, trials, mode,
-                        **time_svtjax(mech, q, T, trials, shuffle, cfg.repeats, cfg.seed,
-                                      reduce=True)))
+    for engine, row in head.items():
+        extra = {"params": params} if engine == "svtjax" else {}
+        if row.get("status") == "skipped":
+            rows.append(_skipped(engine, HEADLINE, n, trials, mode, row["reason"]))
+        else:
+            rows.append(_result(engine, HEADLINE, n, trials, mode, **extra, **row))
     for engine, fn in (
-        ("numba", lambda: time_numba(mech, q, T, trials, shuffle, cfg.repeats, cfg.seed, False)),
-        ("numba-parallel",
-         lambda: time_numba(mech, q, T, trials, shuffle, cfg.repeats, cfg.seed, True)),
-        ("numba-count",
-         lambda: time_numba(mech, q, T, trials, shuffle, cfg.repeats, cfg.seed, False,
-                            store=False)),
-        ("numpy-vectorized",
-         lambda: time_vectorized(mech, q, T, trials, shuffle, cfg.repeats, cfg.seed)),
+        ("numba-parallel", lambda: time_numba(mech, q, T, trials, shuffle, rep, seed, True)),
+        ("numpy-vectorized", lambda: time_vectorized(mech, q, T, trials, shuffle, rep, seed)),
         ("numpy-reference",
-         lambda: time_reference(mech, q, T, trials, shuffle, cfg.repeats, cfg.seed,
-                                cfg.reference_budget_s, cfg.reference_min_trials,
-                                cfg.reference_max_trials)),
+         lambda: time_reference(mech, q, T, trials, shuffle, rep, seed, cfg.reference_budget_s,
+                                cfg.reference_min_trials, cfg.reference_max_trials)),
     ):
         _log(f"[bench]   {engine} {mode}", verbose)
         row = fn()
@@ -1074,6 +1119,10 @@ def _record_md(rec: dict, results_dir: Path) -> str:
         "",
         "Throughput = trials × n / wall seconds (median of the repeats, compile excluded; a "
         "sample repeats calls shorter than 50 ms and divides, `calls_per_sample` in the JSON); "
+        + ("the headline's svtjax, `reduce=`, numba and numba-count samples were taken in "
+           "alternation, one of each per round (`interleaved_rounds` in the JSON), so that they "
+           "share the machine's fast and slow stretches; "
+           if any(r.get("interleaved_rounds") for r in rec["results"]) else "") +
         "eval/s counts evaluated positions only (answers >= 0); `reached` = evaluated / (trials "
         "× L), L the Outcome length (n; k for top-k selection mechanisms, which score all n "
         "items). `reduce=` is svtjax with an in-chunk reducer (per-trial counts of evaluated "

@@ -39,9 +39,21 @@ def trial_keys(seed: int, start: int, count: int) -> jax.Array:
 
 
 def _bytes_per_trial(mech: Mechanism, n: int, itemsize: int, shuffle: bool) -> int:
+    """Working memory of one trial in a chunk: the Outcome (answers int8, items int32, values
+    and cost floats per position) and what the kernel holds besides it. A block-wise kernel
+    (``draws_by_block``) holds one block of draws at a time, the rows it gathers when it
+    compacts finished trials away (at most 1/8 of the batch) and, shuffled, the permutation
+    (int16 below 2**15 positions); other kernels hold their whole draws."""
     length = max(mech.stream_length(n), num_blocks(n) * BLOCK)
-    per_position = 1 + 4 + 2 * itemsize + 3 * itemsize  # outputs + one block of draws in flight
-    return length * per_position + (4 * num_blocks(n) * BLOCK if shuffle else 0)
+    outputs = 1 + 4 + 2 * itemsize
+    n_pad = num_blocks(n) * BLOCK
+    if getattr(mech, "draws_by_block", False):
+        from svtjax.mechanisms._svt_engine import _perm_dtype
+
+        perm = jnp.dtype(_perm_dtype(n_pad)).itemsize * n_pad if shuffle else 0
+        return length * outputs * 9 // 8 + perm + 4 * BLOCK * itemsize
+    per_position = outputs + 3 * itemsize  # outputs + the draws
+    return length * per_position + (4 * n_pad if shuffle else 0)
 
 
 def default_chunk_size(mech: Mechanism, n: int, trials: int, *, itemsize: int = 4,

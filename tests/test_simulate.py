@@ -183,7 +183,9 @@ def test_default_chunk_fits_the_platform_memory_budget():
     cpu = size(mech, 10_000, 100_000, platform="cpu")
     gpu = size(mech, 10_000, 100_000, platform="gpu")
     per_trial = simulate_module._bytes_per_trial(mech, 10_000, 4, False)
-    assert cpu * per_trial <= simulate_module.MEMORY_BUDGET < (cpu + 1) * per_trial * 1.01
+    largest = simulate_module.MEMORY_BUDGET // per_trial
+    assert cpu * per_trial <= simulate_module.MEMORY_BUDGET < (largest + 1) * per_trial
+    assert cpu == math.ceil(100_000 / math.ceil(100_000 / largest))  # equal chunks
     assert gpu * per_trial <= simulate_module.ACCELERATOR_MEMORY_BUDGET
     assert gpu > 4 * cpu
     assert size(mech, 10_000, 100_000, platform="cpu", memory_budget=per_trial) == 1

@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -53,6 +53,9 @@ def _canonical_number(value: Any, kind: type) -> Any:
 
 class _ClassicSVT(Mechanism):
     """Shared plumbing: the spec/scales of a variant run on ``_svt_engine``."""
+
+    draws_by_block: ClassVar[bool] = True  # the engine draws noise block by block (simulate's
+    # chunk sizing counts no whole-stream draws)
 
     def spec(self) -> engine.SVTSpec:
         raise NotImplementedError
