@@ -329,15 +329,17 @@ INTERLEAVED = ("svtjax", "svtjax-reduce", "numba", "numba-count")
 :func:`_interleaved`)."""
 
 
-def _interleaved(fns: dict, rounds: int) -> dict:
-    """Times several engines in alternation: round r takes one sample of each engine in turn
+def _interleaved(fns: dict, rounds: int, warmup: int = 1) -> dict:
+    """Times several engines in alternation: each round takes one sample of each engine in turn
     (``fn(1)``, a timing function called with ``repeats=1``), so that every engine samples the
     same stretches of machine time. On a shared 2-core VM the speed of a multi-threaded run
     changes for seconds at a time (1.9x measured on one process over a minute); timing engines
-    one after another would let such a stretch fall on one of them only. Returns one row per
-    engine with all ``rounds`` samples in ``times_s`` and their median."""
+    one after another would let such a stretch fall on one of them only. The first ``warmup``
+    rounds are not timed results (their samples go to ``warmup_times_s``): they include each
+    engine's compilation and its first calls on freshly allocated memory. Returns one row per
+    engine with the ``rounds`` timed samples in ``times_s`` and their median."""
     rows: dict = {}
-    for _ in range(rounds):
+    for r in range(warmup + rounds):
         for name, fn in fns.items():
             if rows.get(name, {}).get("status") == "skipped":
                 continue
@@ -345,16 +347,19 @@ def _interleaved(fns: dict, rounds: int) -> dict:
                 row = fn(1)
             except Exception as err:  # noqa: BLE001 - a failing engine must not stop the run
                 row = {"status": "skipped", "reason": f"failed: {type(err).__name__}: {err}"}
-            if row.get("status") == "skipped" or name not in rows:
-                rows[name] = dict(row, times_s=list(row.get("times_s", [])))
-            else:
-                rows[name]["times_s"].extend(row["times_s"])
+            if row.get("status") == "skipped":
+                rows[name] = row
+            elif name not in rows:
+                rows[name] = dict(row, times_s=[], warmup_times_s=[])
+            if row.get("status") != "skipped":
+                key = "warmup_times_s" if r < warmup else "times_s"
+                rows[name][key].extend(row["times_s"])
     for row in rows.values():
         if row.get("status") == "skipped":
             continue
         row["median_s"] = _median(row["times_s"])
         row["interleaved_rounds"] = rounds
-        if "first_call_s" in row:  # svtjax: the first round's first call compiled
+        if "first_call_s" in row:  # svtjax: its first call (first round) compiled
             row["compile_s"] = max(row["first_call_s"] - row["median_s"], 0.0)
     return rows
 
@@ -1110,7 +1115,8 @@ def _record_md(rec: dict, results_dir: Path) -> str:
         f"- Load average (1/5/15 min) at start {load.get('start')}, end {load.get('end')} "
         f"(per-case 1-min load in the `load` column)",
         "- glibc allocator tuning (`svtjax._malloc`, for every engine): "
-        + {True: "on", False: "off", None: "off (the record predates it)"}[rec.get("allocator_tuned")],
+        + {True: "on", False: "off",
+           None: "off (the record predates it)"}[rec.get("allocator_tuned")],
         f"- Config: ε={cfg['epsilon']}, c={cfg['c']}, repeats={cfg['repeats']} (median), "
         f"sizes (n × trials) {', '.join(f'{a}×{b}' for a, b in cfg['sizes'])}, "
         f"modes {', '.join(cfg['modes'])}, seed {cfg['seed']}",
@@ -1121,7 +1127,7 @@ def _record_md(rec: dict, results_dir: Path) -> str:
         "sample repeats calls shorter than 50 ms and divides, `calls_per_sample` in the JSON); "
         + ("the headline's svtjax, `reduce=`, numba and numba-count samples were taken in "
            "alternation, one of each per round (`interleaved_rounds` in the JSON), so that they "
-           "share the machine's fast and slow stretches; "
+           "share the machine's fast and slow stretches, after one untimed round; "
            if any(r.get("interleaved_rounds") for r in rec["results"]) else "") +
         "eval/s counts evaluated positions only (answers >= 0); `reached` = evaluated / (trials "
         "× L), L the Outcome length (n; k for top-k selection mechanisms, which score all n "

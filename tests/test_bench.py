@@ -143,25 +143,27 @@ def test_baselines_halt_at_c(shuffle):
 
 
 def test_interleaved_rounds_alternate_engines():
-    """Round r times one sample of every engine in turn; rows keep every sample and their
-    median; a failing engine becomes a skipped row and is not called again."""
+    """Each round times one sample of every engine in turn; the warm-up round's samples are
+    kept apart; rows keep every timed sample and their median; a failing engine becomes a
+    skipped row and is not called again."""
     calls = []
 
     def engine(name, times):
         def fn(repeats):
             assert repeats == 1
             calls.append(name)
-            return {"times_s": [times[len([c for c in calls if c == name]) - 1]],
-                    "first_call_s": 5.0, "evaluated": 7}
+            return {"times_s": [times[calls.count(name) - 1]], "first_call_s": 5.0,
+                    "evaluated": 7}
         return fn
 
     def broken(repeats):
         calls.append("broken")
         raise RuntimeError("no device")
 
-    rows = bench._interleaved({"a": engine("a", [3.0, 1.0, 2.0]), "broken": broken,
-                               "b": engine("b", [0.5, 0.7, 0.6])}, rounds=3)
-    assert calls == ["a", "broken", "b", "a", "b", "a", "b"]
+    rows = bench._interleaved({"a": engine("a", [9.0, 3.0, 1.0, 2.0]), "broken": broken,
+                               "b": engine("b", [9.0, 0.5, 0.7, 0.6])}, rounds=3)
+    assert calls == ["a", "broken", "b"] + ["a", "b"] * 3
+    assert rows["a"]["warmup_times_s"] == [9.0]
     assert rows["a"]["times_s"] == [3.0, 1.0, 2.0] and rows["a"]["median_s"] == 2.0
     assert rows["b"]["median_s"] == 0.6 and rows["b"]["interleaved_rounds"] == 3
     assert rows["a"]["compile_s"] == 3.0  # first call minus the median

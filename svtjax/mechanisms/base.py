@@ -16,8 +16,8 @@ from typing import Any, Callable, ClassVar
 
 import jax
 import jax.numpy as jnp
-from jax import lax
 import numpy as np
+from jax import lax
 
 from svtjax import _validate
 from svtjax._core import Draws, Outcome
