@@ -985,6 +985,9 @@ def headline(record: dict) -> list:
                                               red["throughput"] / cnt["throughput"])
         row["reduce_ratio_to_physical_limit"] = (None if red is None or floor is None else
                                                  red["evaluated_rate"] / floor["throughput"])
+        ref = _find(results, "numpy-reference", HEADLINE, n, trials, mode)
+        row["reduce_ratio_to_numpy_reference"] = (None if red is None or ref is None else
+                                                  red["throughput"] / ref["throughput"])
         rows.append(row)
     return rows
 
@@ -1020,7 +1023,7 @@ def tables(record: dict, markdown: bool = False) -> str:
             "numpy-vec", "numpy-ref*", "x numba", "x numba-par", "x numpy-vec", "x numpy-ref",
             "rng floor", "x phys. limit", "compile s"]
     rhead = ["n", "trials", "mode", "reduce= q/s", "eval/s", "numba-count", "x numba-count",
-             "x phys. limit"]
+             "x numpy-ref", "x phys. limit"]
     hrows, rrows = [], []
     for h in headline(record):  # recomputed from the results, so old records render alike
         t = h["throughput_of"]
@@ -1039,6 +1042,7 @@ def tables(record: dict, markdown: bool = False) -> str:
                             _fmt_rate(None if red is None else red * h["evaluated_fraction"]),
                             _fmt_rate(t.get("numba-count")),
                             _fmt(h.get("reduce_ratio_to_numba_count")),
+                            _fmt(h.get("reduce_ratio_to_numpy_reference")),
                             _fmt(h.get("reduce_ratio_to_physical_limit"))])
     mhead = ["engine", "mechanism", "n", "trials", "mode", "median s", "q/s", "eval/s",
              "reached", "compile s", "load"]

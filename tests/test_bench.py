@@ -71,6 +71,8 @@ def test_headline_ratios(quick_record):
     for h in rec["headline"]:
         assert h["ratio"]["numpy-reference"] > 0 and h["ratio"]["numpy-vectorized"] > 0
         assert h["ratio_to_physical_limit"] > 0 and h["rng_floor_throughput"] > 0
+        red, ref = h["throughput_of"]["svtjax-reduce"], h["throughput_of"]["numpy-reference"]
+        assert h["reduce_ratio_to_numpy_reference"] == pytest.approx(red / ref)
         if HAVE_NUMBA:
             assert h["ratio"]["numba"] > 0 and h["reduce_ratio_to_numba_count"] > 0
 
