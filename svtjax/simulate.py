@@ -47,7 +47,7 @@ def _bytes_per_trial(mech: Mechanism, n: int, itemsize: int, shuffle: bool) -> i
     length = max(mech.stream_length(n), num_blocks(n) * BLOCK)
     outputs = 1 + 4 + 2 * itemsize
     n_pad = num_blocks(n) * BLOCK
-    if getattr(mech, "draws_by_block", False):
+    if mech.draws_by_block:
         from svtjax.mechanisms._svt_engine import _perm_dtype
 
         perm = jnp.dtype(_perm_dtype(n_pad)).itemsize * n_pad if shuffle else 0

@@ -121,6 +121,9 @@ class Mechanism:
     """
 
     name: ClassVar[str] = ""
+    draws_by_block: ClassVar[bool] = False
+    """True for kernels that draw noise one block of positions at a time (the SVT engine), so
+    ``simulate`` sizes chunks without counting whole-stream draws."""
 
     # -- contract -------------------------------------------------------------------------
     def __call__(self, key: Key, queries, thresholds) -> Outcome:

@@ -54,8 +54,7 @@ def _canonical_number(value: Any, kind: type) -> Any:
 class _ClassicSVT(Mechanism):
     """Shared plumbing: the spec/scales of a variant run on ``_svt_engine``."""
 
-    draws_by_block: ClassVar[bool] = True  # the engine draws noise block by block (simulate's
-    # chunk sizing counts no whole-stream draws)
+    draws_by_block: ClassVar[bool] = True
 
     def spec(self) -> engine.SVTSpec:
         raise NotImplementedError
