@@ -17,7 +17,8 @@ Public surface (DESIGN.md, "Core contracts"):
   (the papers' tables and figures) — imported on first use: ``import svtjax.sweep``.
 """
 
-from svtjax import (
+from svtjax import (  # _malloc first: it tunes glibc before XLA starts its threads
+    _malloc,  # noqa: F401
     accounting,
     budget,
     correction,

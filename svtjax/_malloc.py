@@ -8,10 +8,20 @@ such buffers (``benchmarks/bench_allocator.py`` measures the difference; figures
 memory in the process for reuse; the cost is that the resident set stays at its peak instead of
 shrinking after a large run.
 
-:func:`tune_allocator` is called by ``svtjax.simulate``, ``svtjax.sweep.run`` and ``svtjax bench``
-on first use.
+The same faults come back through glibc's per-thread arenas: XLA allocates a computation's
+buffers on whichever of its worker threads runs the allocating step, a worker's arena lives in
+separately mapped heaps of at most 64 MiB, and a heap that becomes free is unmapped whatever
+the trim threshold. On the 2-core benchmark machine that made one call in three of the
+full-Outcome headline re-fault 40-90 MB (9,800-22,000 minor faults, 2-3x the call's time),
+depending on which thread allocated. One arena for the process (``M_ARENA_MAX = 1``) and a top
+pad keep every buffer in the one heap; this only takes effect for threads that have not
+allocated yet, so ``import svtjax`` applies it, before XLA starts its threads.
+
+:func:`tune_allocator` runs when svtjax is imported (and is called again, as a no-op, by
+``svtjax.simulate``, ``svtjax.sweep.run`` and ``svtjax bench``).
 Set ``SVTJAX_MALLOC_TUNING=0`` to leave the allocator alone (the equivalent environment setting
-``MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=2147483647`` works for any process).
+``MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=2147483647 MALLOC_ARENA_MAX=1
+MALLOC_TOP_PAD_=268435456`` works for any process, and from its start).
 """
 
 from __future__ import annotations
@@ -23,9 +33,13 @@ import sys
 from typing import Optional
 
 _M_TRIM_THRESHOLD = -1
+_M_TOP_PAD = -2
 _M_MMAP_THRESHOLD = -3
+_M_ARENA_MAX = -8
 MMAP_THRESHOLD = 1 << 30
 TRIM_THRESHOLD = (1 << 31) - 1
+TOP_PAD = 1 << 28
+ARENA_MAX = 1
 
 _STATE: Optional[bool] = None
 
@@ -50,12 +64,15 @@ def tune_allocator() -> bool:
         return _STATE
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt.restype = ctypes.c_int
-    ok_mmap = mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1
-    ok_trim = mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1
-    _STATE = ok_mmap and ok_trim
+    settings = ((_M_MMAP_THRESHOLD, MMAP_THRESHOLD), (_M_TRIM_THRESHOLD, TRIM_THRESHOLD),
+                (_M_TOP_PAD, TOP_PAD), (_M_ARENA_MAX, ARENA_MAX))
+    _STATE = all([mallopt(param, value) == 1 for param, value in settings])
     return _STATE
 
 
 def state() -> Optional[bool]:
     """None before :func:`tune_allocator` ran, else whether the tuning is in effect."""
     return _STATE
+
+
+tune_allocator()  # on import: ``import svtjax`` imports this module before anything starts XLA
