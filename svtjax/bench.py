@@ -1305,7 +1305,9 @@ def allocator_md(results_dir: Path) -> list:
             f"load average at start {rec['load_average'].get('start')}, end "
             f"{rec['load_average'].get('end')}. Median of {rec['repeats']} warm calls, each "
             "column in its own process: `default` = glibc's thresholds "
-            "(`SVTJAX_MALLOC_TUNING=0`), `tuned` = what `simulate` sets on first use.", "",
+            "(`SVTJAX_MALLOC_TUNING=0`), `tuned` = svtjax's setting at the record's commit "
+            "(the mmap and trim thresholds; since commit a28c2ee also one malloc arena and a top "
+            "pad, applied when svtjax is imported).", "",
             "| timing | default ms | tuned ms | speed-up |", "|---|---|---|---|",
             f"| jitted fill of int32[1000, 10000] (40 MB) | {default['fill_40mb_s'] * 1e3:.2f} "
             f"| {tuned['fill_40mb_s'] * 1e3:.2f} | "
