@@ -1,13 +1,16 @@
 """Measures what ``svtjax._malloc.tune_allocator`` (glibc's mmap/trim thresholds) changes.
 
-The same timings run in two fresh processes, one with ``SVTJAX_MALLOC_TUNING=0`` (glibc's
-defaults: every buffer above 32 MiB is a fresh ``mmap`` whose pages fault on first touch) and one
-with the tuning on (the default): a jitted fill of a 40 MB int32 array, and the headline svt-s
-workload (Zipf, ε = 0.5, c = 50) returning full Outcomes and with the benchmark's reducer.
+The same timings run in three fresh processes: ``default`` (``SVTJAX_MALLOC_TUNING=0``: glibc's
+defaults, every buffer above 32 MiB is a fresh ``mmap`` whose pages fault on first touch),
+``thresholds`` (glibc's mmap and trim thresholds raised through its environment variables, as
+svtjax did before it also set one malloc arena) and ``tuned`` (svtjax's setting): a jitted fill
+of a 40 MB int32 array, and the headline svt-s workload (Zipf, ε = 0.5, c = 50) returning full
+Outcomes and with the benchmark's reducer. Each timing also records the minor page faults per
+call.
 Writes ``benchmarks/results/allocator-<machine>-<UTC time>.json``; ``update_results.py`` renders
 the latest record into RESULTS.md.
 
-    python benchmarks/bench_allocator.py [--repeats 7]
+    python benchmarks/bench_allocator.py [--repeats 15]
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import argparse
 import datetime as _dt
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -26,6 +30,13 @@ sys.path.insert(0, str(HERE.parent))
 
 SCHEMA = "svtjax-allocator/1"
 CASES = ((10000, 1000, False), (10000, 1000, True), (1000, 10000, False), (1000, 10000, True))
+RUNS = (
+    ("default", {"SVTJAX_MALLOC_TUNING": "0"}),
+    # svtjax's setting before the arena change, set through glibc's environment variables
+    ("thresholds", {"SVTJAX_MALLOC_TUNING": "0", "MALLOC_MMAP_THRESHOLD_": str(1 << 30),
+                    "MALLOC_TRIM_THRESHOLD_": str((1 << 31) - 1)}),
+    ("tuned", {"SVTJAX_MALLOC_TUNING": "1"}),
+)
 
 
 def child(repeats: int) -> dict:
@@ -41,25 +52,30 @@ def child(repeats: int) -> dict:
     _malloc.tune_allocator()
 
     def median(f):
+        """(median wall seconds, minor page faults per call) over ``repeats`` warm calls."""
         f()
         times = []
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         for _ in range(repeats):
             t0 = time.perf_counter()
             f()
             times.append(time.perf_counter() - t0)
-        return float(np.median(times))
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+        return float(np.median(times)), faults / repeats
 
     fill = jax.jit(lambda x: jnp.full((1000, 10000), x, jnp.int32))
-    out = {"tuned": _malloc.state(), "fill_40mb_s": median(
-        lambda: jax.block_until_ready(fill(jnp.int32(-1)))), "cases": []}
+    fill_s, fill_faults = median(lambda: jax.block_until_ready(fill(jnp.int32(-1))))
+    out = {"tuned": _malloc.state(), "fill_40mb_s": fill_s, "fill_40mb_faults": fill_faults,
+           "cases": []}
     for n, trials, shuffle in CASES:
         q, T = zipf_workload(n)
         mech = svtjax.get(HEADLINE, **mechanism_params(HEADLINE, 0.5, 50, n))
         run = lambda **kw: jax.block_until_ready(svtjax.simulate(  # noqa: E731
             mech, q, T, trials=trials, shuffle=shuffle, progress=False, **kw))
-        out["cases"].append({"n": n, "trials": trials, "mode": "shuffle" if shuffle else "fixed",
-                             "full_s": median(run),
-                             "reduce_s": median(lambda: run(reduce=count_reduce))})
+        case = {"n": n, "trials": trials, "mode": "shuffle" if shuffle else "fixed"}
+        case["full_s"], case["full_faults"] = median(run)
+        case["reduce_s"], case["reduce_faults"] = median(lambda: run(reduce=count_reduce))
+        out["cases"].append(case)
     return out
 
 
@@ -67,7 +83,7 @@ def main(argv=None) -> int:
     from svtjax.bench import _load, machine_info
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--repeats", type=int, default=7)
+    p.add_argument("--repeats", type=int, default=15)
     p.add_argument("--results", type=Path, default=HERE / "results")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -76,8 +92,9 @@ def main(argv=None) -> int:
         return 0
     runs = {}
     load_start = _load()
-    for label, value in (("default", "0"), ("tuned", "1")):
-        env = dict(os.environ, SVTJAX_MALLOC_TUNING=value)
+    for label, extra in RUNS:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+        env.update(extra)
         proc = subprocess.run([sys.executable, __file__, "--child", "--repeats",
                                str(args.repeats)], capture_output=True, text=True, env=env)
         if proc.returncode != 0:

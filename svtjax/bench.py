@@ -1298,24 +1298,36 @@ def allocator_md(results_dir: Path) -> list:
     if rec is None:
         return out + ["No record yet: run `python benchmarks/bench_allocator.py`.", ""]
     m, runs = rec["machine"], rec["runs"]
-    default, tuned = runs["default"], runs["tuned"]
+    labels = [k for k in ("default", "thresholds", "tuned") if k in runs]
     out += [f"Source: `{os.path.relpath(rec['_path'], Path(results_dir).parent)}` "
             f"(`python benchmarks/bench_allocator.py`, run {rec['created']}) on "
             f"`{m['machine_id']}` ({m['cpu_model']}, {m['logical_cores']} logical cores); "
             f"load average at start {rec['load_average'].get('start')}, end "
             f"{rec['load_average'].get('end')}. Median of {rec['repeats']} warm calls, each "
-            "column in its own process: `default` = glibc's thresholds "
-            "(`SVTJAX_MALLOC_TUNING=0`), `tuned` = svtjax's setting at the record's commit "
-            "(the mmap and trim thresholds; since commit a28c2ee also one malloc arena and a top "
-            "pad, applied when svtjax is imported).", "",
-            "| timing | default ms | tuned ms | speed-up |", "|---|---|---|---|",
-            f"| jitted fill of int32[1000, 10000] (40 MB) | {default['fill_40mb_s'] * 1e3:.2f} "
-            f"| {tuned['fill_40mb_s'] * 1e3:.2f} | "
-            f"{default['fill_40mb_s'] / tuned['fill_40mb_s']:.2f}x |"]
-    for d, t in zip(default["cases"], tuned["cases"]):
-        for kind, label in (("full_s", "full Outcomes"), ("reduce_s", "reduce=")):
-            out.append(f"| svt-s n={d['n']} x {d['trials']} trials, {d['mode']}, {label} | "
-                       f"{d[kind] * 1e3:.2f} | {t[kind] * 1e3:.2f} | {d[kind] / t[kind]:.2f}x |")
+            "column in its own process: `default` = glibc's defaults "
+            "(`SVTJAX_MALLOC_TUNING=0`); `thresholds` (records since the arena change) = only "
+            "the mmap and trim thresholds raised, svtjax's setting before commit a28c2ee; "
+            "`tuned` = svtjax's setting at the record's commit (since a28c2ee also one malloc "
+            "arena and a top pad, applied when svtjax is imported). `faults` = minor page faults "
+            "per call, where recorded.", "",
+            "| timing | " + " | ".join(f"{k} ms" for k in labels) + " | speed-up | "
+            + " | ".join(f"{k} faults" for k in labels) + " |",
+            "|---|" + "---|" * (2 * len(labels) + 1)]
+
+    def row(name, get_s, get_faults):
+        first, last = get_s(runs[labels[0]]), get_s(runs[labels[-1]])
+        faults = [get_faults(runs[k]) for k in labels]
+        return (f"| {name} | " + " | ".join(f"{get_s(runs[k]) * 1e3:.2f}" for k in labels)
+                + f" | {first / last:.2f}x | "
+                + " | ".join("—" if f is None else f"{f:,.0f}" for f in faults) + " |")
+
+    out.append(row("jitted fill of int32[1000, 10000] (40 MB)", lambda r: r["fill_40mb_s"],
+                   lambda r: r.get("fill_40mb_faults")))
+    for i, case in enumerate(runs[labels[0]]["cases"]):
+        for kind, label in (("full", "full Outcomes"), ("reduce", "reduce=")):
+            out.append(row(f"svt-s n={case['n']} x {case['trials']} trials, {case['mode']}, "
+                           f"{label}", lambda r: r["cases"][i][f"{kind}_s"],
+                           lambda r: r["cases"][i].get(f"{kind}_faults")))
     return out + [""]
 
 
