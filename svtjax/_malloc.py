@@ -8,14 +8,14 @@ such buffers (``benchmarks/bench_allocator.py`` measures the difference; figures
 memory in the process for reuse; the cost is that the resident set stays at its peak instead of
 shrinking after a large run.
 
-The same faults come back through glibc's per-thread arenas: XLA allocates a computation's
-buffers on whichever of its worker threads runs the allocating step, a worker's arena lives in
-separately mapped heaps of at most 64 MiB, and a heap that becomes free is unmapped whatever
-the trim threshold. On the 2-core benchmark machine that made one call in three of the
-full-Outcome headline re-fault 40-90 MB (9,800-22,000 minor faults, 2-3x the call's time),
-depending on which thread allocated. One arena for the process (``M_ARENA_MAX = 1``) and a top
-pad keep every buffer in the one heap; this only takes effect for threads that have not
-allocated yet, so ``import svtjax`` applies it, before XLA starts its threads.
+The same faults can come back through glibc's per-thread arenas: XLA allocates a computation's
+buffers on whichever of its worker threads runs the allocating step, and a worker's arena lives
+in separately mapped heaps that glibc unmaps when they fall empty. One arena for the process
+(``M_ARENA_MAX = 1``) and a top pad make every buffer come from the one heap. In
+``benchmarks/bench_allocator.py`` (15 warm calls per timing) this took 7 of its 9 timings to 0
+minor faults per call, where the thresholds alone left up to a few thousand; the median times
+stayed within run-to-run noise of each other. The arena setting only takes effect for threads
+that have not allocated yet, so ``import svtjax`` applies it, before XLA starts its threads.
 
 :func:`tune_allocator` runs when svtjax is imported (and is called again, as a no-op, by
 ``svtjax.simulate``, ``svtjax.sweep.run`` and ``svtjax bench``).
