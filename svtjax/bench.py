@@ -333,12 +333,13 @@ def _interleaved(fns: dict, rounds: int, warmup: int = 1) -> dict:
     """Times several engines in alternation: each round takes one sample of each engine in turn
     (``fn(1)``, a timing function called with ``repeats=1``), so that every engine samples the
     same stretches of machine time. On the shared 2-core VM the speed of a multi-threaded run
-    changed for seconds at a time (up to 1.9x on one process over a minute; page faults were
-    part of it, see ``svtjax._malloc``); timing engines one after another would let such a
-    stretch fall on one of them only. The first ``warmup``
-    rounds are not timed results (their samples go to ``warmup_times_s``): they include each
-    engine's compilation and its first calls on freshly allocated memory. Returns one row per
-    engine with the ``rounds`` timed samples in ``times_s`` and their median."""
+    changed for seconds at a time (one process timing the same call for a minute alternated
+    between a fast and a slow speed; page faults were part of it, see ``svtjax._malloc``);
+    timing engines one after another would let such a stretch fall on one of them only. The
+    first ``warmup`` rounds are not timed results (their samples go to ``warmup_times_s``):
+    they include each engine's compilation and its first calls on freshly allocated memory.
+    Returns one row per engine with the ``rounds`` timed samples in ``times_s`` and their
+    median."""
     rows: dict = {}
     for r in range(warmup + rounds):
         for name, fn in fns.items():
