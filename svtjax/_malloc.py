@@ -14,7 +14,9 @@ in separately mapped heaps that glibc unmaps when they fall empty. One arena for
 (``M_ARENA_MAX = 1``) and a top pad make every buffer come from the one heap. In
 ``benchmarks/bench_allocator.py`` (15 warm calls per timing) this took 7 of its 9 timings to 0
 minor faults per call, where the thresholds alone left up to a few thousand; the median times
-stayed within run-to-run noise of each other. The arena setting only takes effect for threads
+stayed within run-to-run noise of each other. Its cost: the process's threads share one
+malloc lock, which a program that allocates heavily from many threads of its own may notice
+(``SVTJAX_MALLOC_TUNING=0`` opts out). The arena setting only takes effect for threads
 that have not allocated yet, so ``import svtjax`` applies it, before XLA starts its threads.
 
 :func:`tune_allocator` runs when svtjax is imported (and is called again, as a no-op, by
