@@ -57,16 +57,24 @@ so that adding or removing a point never changes another point's numbers, and th
 point equal ``svtjax.simulate(mech, scores, T, trials=..., seed=point_seed(p))`` reduced by the
 same metrics.
 
-Extension points, for experiments whose numbers are not a mean of a built-in metric:
+Extension points, for experiments whose numbers are not a mean of a built-in metric. Nothing is
+registered globally: a sweep's own pieces travel with its config.
 
-* :func:`register_metric` adds a named per-trial metric ``fn(outcome, scores, c, ctx) ->
+* ``metrics=[Metric(name, fn, description, prepare=None)]`` (an argument of :func:`load_config`
+  and :func:`run`) adds a named per-trial metric ``fn(outcome, scores, c, ctx) ->
   float[trials]`` computed inside the compiled chunk (``ctx``: :class:`MetricContext` with each
   trial's threshold, a per-trial key independent of the mechanism's, the point's mechanism and
-  host-side values its ``prepare(mech, c)`` computed per point); a sweep names it in
+  host-side values its ``prepare(mech, c)`` computed per point); the config names it in
   ``metrics`` like a built-in one.
-* ``threshold`` may name a per-trial threshold rule (:data:`THRESHOLD_RULES`, e.g. ``"ding"``:
-  Ding et al. 2019's random rank between the top 2c and 8c; :func:`register_threshold` adds
-  one): each trial draws its own threshold inside the compiled chunk.
+* ``threshold`` may name a per-trial threshold rule: a built-in one
+  (``svtjax.datasets.THRESHOLD_RULES``: ``"ding"``, Ding et al. 2019's random rank between the
+  top 2c and 8c) or one passed as ``threshold_rules=[ThresholdRule(...)]``; each trial draws its
+  own threshold inside the compiled chunk.
+* ``[sweep] plugins = ["module", "path/to/file.py"]`` imports those modules before the config
+  is checked: a plugin registers mechanisms of its own (``svtjax.mechanisms.register``), so
+  that ``[[mechanisms]] name = ...`` can name them, and may define ``SWEEP_METRICS`` and
+  ``SWEEP_THRESHOLD_RULES`` (sequences of :class:`Metric` / ``ThresholdRule``), which the
+  config then knows by name.
 * A dataset entry may carry ``permute = <seed>`` (an int or a list of ints): the items are put in
   the fixed order ``numpy.random.default_rng(seed).permutation(n)`` before anything runs (an
   item order fixed per dataset, where ``shuffle`` draws one per trial).
@@ -104,6 +112,9 @@ from typing import Any, Callable, NamedTuple, Optional, Sequence
 
 import numpy as np
 
+from svtjax.datasets._thresholds import THRESHOLD_RULES as BUILTIN_THRESHOLD_RULES
+from svtjax.datasets._thresholds import ThresholdRule
+
 __all__ = [
     "BLOCK_TRIALS",
     "EXTRA_METRICS",
@@ -113,15 +124,12 @@ __all__ = [
     "SweepConfig",
     "SweepConfigError",
     "SweepResult",
-    "THRESHOLD_RULES",
     "ThresholdRule",
     "builtin_configs",
     "expand",
     "load_config",
     "metric_names",
     "read_results",
-    "register_metric",
-    "register_threshold",
     "run",
 ]
 
@@ -136,7 +144,8 @@ EXTRA_METRICS = {
 }
 
 _SWEEP_KEYS = {"name", "seed", "trials", "datasets", "metrics", "shuffle", "threshold",
-               "memory_budget_mb", "dtype", "description", "points_per_batch", "quantiles"}
+               "memory_budget_mb", "dtype", "description", "points_per_batch", "quantiles",
+               "plugins"}
 _TOP_KEYS = {"sweep", "grid", "mechanisms", "plot"}
 _CSV_FIXED = ["dataset", "mechanism", "label"]
 _CSV_STATS = ["threshold", "metric", "mean", "std", "se", "ci_low", "ci_high", "trials",
@@ -147,18 +156,20 @@ class SweepConfigError(ValueError):
     """A sweep description that cannot be run; the message names the offending entry."""
 
 
-def metric_names() -> list[str]:
+def metric_names(config: Optional["SweepConfig"] = None) -> list[str]:
     """Every metric a sweep can report: ``svtjax.metrics.METRICS``, :data:`EXTRA_METRICS` and
-    the metrics added with :func:`register_metric`."""
+    the config's own metrics (passed as ``metrics=`` to :func:`load_config` / :func:`run`, or
+    defined by its plugins)."""
     from svtjax import metrics
 
-    return list(metrics.METRICS) + list(EXTRA_METRICS) + list(REGISTERED_METRICS)
+    own = [] if config is None else [m.name for m in config.extra_metrics]
+    return list(metrics.METRICS) + list(EXTRA_METRICS) + own
 
 
-# -- extension points: registered metrics and per-trial threshold rules ----------------------
+# -- extension points: metrics and per-trial threshold rules of one's own ---------------------
 
 class MetricContext(NamedTuple):
-    """What a registered metric sees besides the Outcomes, the scores and c (inside the jit).
+    """What a metric of one's own sees besides the Outcomes, the scores and c (inside the jit).
 
     Attributes:
       thresholds: float[trials], each trial's threshold (the point's threshold broadcast, or
@@ -167,7 +178,7 @@ class MetricContext(NamedTuple):
         metric adds, e.g. an independent measurement of the selected queries).
       mech: the point's mechanism (numeric parameters traced, structure static).
       k: the group's largest c (a Python int): a static bound on c for fixed-size arrays.
-      prepared: registered metric name -> its ``prepare(mech, c)`` value for this point.
+      prepared: metric name -> its ``prepare(mech, c)`` value for this point.
     """
 
     thresholds: Any
@@ -179,24 +190,13 @@ class MetricContext(NamedTuple):
 
 @dataclasses.dataclass(frozen=True)
 class Metric:
-    """A registered per-trial metric (see :func:`register_metric`)."""
+    """A per-trial metric of one's own, for a sweep to name in ``metrics``.
 
-    name: str
-    fn: Callable
-    description: str
-    prepare: Optional[Callable] = None
+    Pass it to :func:`load_config` / :func:`run` as ``metrics=[Metric(...)]`` (or define it in a
+    plugin module, see :func:`load_config`); nothing is registered globally.
 
-
-REGISTERED_METRICS: dict[str, Metric] = {}
-"""Metrics added with :func:`register_metric`, by name."""
-
-
-def register_metric(name: str, fn: Callable, description: str, *,
-                    prepare: Optional[Callable] = None) -> Metric:
-    """Adds a per-trial metric that sweeps can name in ``metrics``.
-
-    Args:
-      name: the metric's name (not a built-in one); registering a name again replaces it.
+    Attributes:
+      name: the metric's name (not a built-in one).
       fn: ``fn(outcome, scores, c, ctx) -> float[trials]``, traced inside the compiled chunk:
         ``outcome`` a batch of Outcomes (leading trial axis), ``scores`` float[n] in stream
         order, ``c`` the point's top-c size (int32, traced), ``ctx`` a :class:`MetricContext`.
@@ -206,76 +206,39 @@ def register_metric(name: str, fn: Callable, description: str, *,
         cannot be traced, e.g. a quantile found by bisection); the value reaches ``fn`` as
         ``ctx.prepared[name]`` (a traced scalar, or a dict of them).
 
-    Returns:
-      The :class:`Metric`. A point's id (what resume matches) includes a hash of the source of
-      ``fn`` and ``prepare``, so editing them recomputes the points that use the metric.
-
-    Raises:
-      ValueError: ``name`` is a built-in metric.
+    A point's id (what resume matches) includes a hash of the source of ``fn`` and ``prepare``,
+    so editing them recomputes the points that use the metric.
     """
-    from svtjax import metrics
-
-    if name in metrics.METRICS or name in EXTRA_METRICS:
-        raise ValueError(f"{name!r} is a built-in metric; register under another name")
-    if not callable(fn) or (prepare is not None and not callable(prepare)):
-        raise TypeError("fn (and prepare, if given) must be callable")
-    metric = Metric(str(name), fn, str(description), prepare)
-    REGISTERED_METRICS[metric.name] = metric
-    return metric
-
-
-@dataclasses.dataclass(frozen=True)
-class ThresholdRule:
-    """A per-trial threshold rule (see :func:`register_threshold`)."""
 
     name: str
-    draw: Callable
+    fn: Callable
     description: str
-    check: Optional[Callable] = None
+    prepare: Optional[Callable] = None
+
+    def __post_init__(self):
+        from svtjax import metrics
+
+        if not isinstance(self.name, str) or not self.name:
+            raise TypeError(f"a metric's name must be a non-empty string; got {self.name!r}")
+        if self.name in metrics.METRICS or self.name in EXTRA_METRICS:
+            raise ValueError(f"{self.name!r} is a built-in metric; give yours another name")
+        if not callable(self.fn) or (self.prepare is not None and not callable(self.prepare)):
+            raise TypeError(f"metric {self.name!r}: fn (and prepare, if given) must be "
+                            "callable")
 
 
-THRESHOLD_RULES: dict[str, ThresholdRule] = {}
-"""Per-trial threshold rules a sweep can name in ``threshold``, by name (``"ding"`` built in)."""
-
-
-def register_threshold(name: str, draw: Callable, description: str, *,
-                       check: Optional[Callable] = None) -> ThresholdRule:
-    """Adds a per-trial threshold rule that sweeps can name in ``threshold``.
-
-    Args:
-      name: the rule's name (not ``"lyu"``); registering a name again replaces it.
-      draw: ``draw(key, sorted_scores, c) -> float``, one trial's threshold, traced inside the
-        compiled chunk: ``sorted_scores`` the scores in descending order, ``c`` int32 traced.
-      description: one line.
-      check: optional ``check(n, c)`` run on the host before compiling; raises ValueError when
-        the rule cannot serve a dataset of n items at top-c size c.
-    """
-    if name == "lyu":
-        raise ValueError("'lyu' is the built-in fixed threshold rule")
-    rule = ThresholdRule(str(name), draw, str(description), check)
-    THRESHOLD_RULES[rule.name] = rule
-    return rule
-
-
-def _ding_draw(key, sorted_scores, c):
-    import jax
-    import jax.numpy as jnp
-
-    i = jax.random.randint(key, (), 2 * c, 8 * c, dtype=jnp.int32)
-    return (sorted_scores[i] + sorted_scores[i + 1]) / 2
-
-
-def _ding_check(n: int, c: int) -> None:
-    if 8 * c + 1 > n:
-        raise ValueError(f"threshold \"ding\" needs at least 8c + 1 = {8 * c + 1} items; the "
-                         f"dataset has {n} (use a smaller c)")
-
-
-register_threshold(
-    "ding", _ding_draw, "Ding et al. 2019 (svtjax.datasets.ding_threshold): index i uniform on "
-    "{2c, ..., 8c - 1} (jax.random.randint, int32), threshold = mean of the descending scores "
-    "at 0-based positions i, i + 1",
-    check=_ding_check)
+def _extensions(kind: str, given: Sequence, cls: type, builtin: Sequence[str]) -> tuple:
+    out: dict[str, Any] = {}
+    for item in given:
+        if not isinstance(item, cls):
+            raise TypeError(f"{kind} must be {cls.__name__} objects; got {item!r}")
+        if item.name in builtin:
+            raise SweepConfigError(f"{kind[:-1]} {item.name!r} is built in; give yours another "
+                                   "name")
+        if item.name in out and out[item.name] != item:
+            raise SweepConfigError(f"two different {kind} are named {item.name!r}")
+        out[item.name] = item
+    return tuple(out.values())
 
 
 def _source_hash(*fns: Optional[Callable]) -> str:
@@ -317,6 +280,8 @@ class SweepConfig:
         quantiles: see the module docstring.
       plot: plot settings (``x``, ``y``).
       raw: the config as given (a dict), recorded in the sidecar JSON.
+      extra_metrics: the config's own :class:`Metric` objects (``metrics=`` and plugins).
+      threshold_rules: its own per-trial ``ThresholdRule`` objects.
     """
 
     name: str
@@ -334,6 +299,19 @@ class SweepConfig:
     quantiles: tuple = ()
     plot: dict = dataclasses.field(default_factory=dict)
     raw: dict = dataclasses.field(default_factory=dict)
+    extra_metrics: tuple = ()
+    threshold_rules: tuple = ()
+
+    def metric(self, name: str) -> Optional[Metric]:
+        """The config's own :class:`Metric` called ``name`` (None for a built-in metric)."""
+        return next((m for m in self.extra_metrics if m.name == name), None)
+
+    def threshold_rule(self) -> Optional[ThresholdRule]:
+        """The per-trial threshold rule the config names (None for ``"lyu"`` or a number)."""
+        if not isinstance(self.threshold, str) or self.threshold == "lyu":
+            return None
+        own = {r.name: r for r in self.threshold_rules}
+        return own.get(self.threshold, BUILTIN_THRESHOLD_RULES.get(self.threshold))
 
     def replace(self, **changes) -> "SweepConfig":
         raw = copy.deepcopy(self.raw)
@@ -341,6 +319,14 @@ class SweepConfig:
             if k in _SWEEP_KEYS:
                 raw.setdefault("sweep", {})[k] = v
         return dataclasses.replace(self, raw=raw, **changes)
+
+    def with_extensions(self, metrics: Sequence[Metric] = (),
+                        threshold_rules: Sequence[ThresholdRule] = ()) -> "SweepConfig":
+        """The same config knowing these metrics and threshold rules as well (re-validated)."""
+        if not metrics and not threshold_rules:
+            return self
+        return load_config(self.raw, metrics=tuple(self.extra_metrics) + tuple(metrics),
+                           threshold_rules=tuple(self.threshold_rules) + tuple(threshold_rules))
 
 
 def builtin_configs() -> dict[str, pathlib.Path]:
@@ -369,15 +355,27 @@ def _read_toml(path: pathlib.Path) -> dict:
         raise SweepConfigError(f"{path}: invalid TOML ({err})") from err
 
 
-def load_config(source: Any) -> SweepConfig:
+def load_config(source: Any, *, metrics: Sequence[Metric] = (),
+                threshold_rules: Sequence[ThresholdRule] = ()) -> SweepConfig:
     """A :class:`SweepConfig` from a TOML path, a built-in config name, or a dict.
+
+    Args:
+      source: a TOML path, a built-in config name, a dict, or a :class:`SweepConfig`.
+      metrics: :class:`Metric` objects the config may name besides the built-in metrics.
+      threshold_rules: ``ThresholdRule`` objects it may name as ``threshold``.
+
+    A config's ``[sweep] plugins`` (module names, or paths of ``.py`` files relative to the
+    TOML file) are imported first: a plugin may register mechanisms
+    (``svtjax.mechanisms.register``) and define ``SWEEP_METRICS`` / ``SWEEP_THRESHOLD_RULES``.
 
     Raises:
       SweepConfigError: a missing or invalid file, an unknown key, mechanism, parameter,
-        dataset or metric, or a value out of range; the message names it.
+        dataset or metric, a plugin that cannot be imported, or a value out of range; the
+        message names it.
     """
     if isinstance(source, SweepConfig):
-        return source
+        return source.with_extensions(metrics, threshold_rules)
+    base = None
     if isinstance(source, dict):
         raw = copy.deepcopy(source)
     else:
@@ -388,16 +386,69 @@ def load_config(source: Any) -> SweepConfig:
         else:
             path = pathlib.Path(text)
         raw = _read_toml(path)
-    return _validate_config(raw)
+        base = path.parent
+    plugin_metrics, plugin_rules = _load_plugins(raw, base)
+    return _validate_config(raw, tuple(metrics) + plugin_metrics,
+                            tuple(threshold_rules) + plugin_rules)
+
+
+def _load_plugins(raw: dict, base: Optional[pathlib.Path]) -> tuple[tuple, tuple]:
+    """Imports ``[sweep] plugins``; returns the metrics and threshold rules they define."""
+    import importlib.util
+
+    plugins = raw.get("sweep", {}).get("plugins", []) if isinstance(raw.get("sweep"), dict) \
+        else []
+    if isinstance(plugins, str):
+        plugins = [plugins]
+    if not isinstance(plugins, list) or not all(isinstance(x, str) and x for x in plugins):
+        raise _fail(f"[sweep] plugins must be a list of module names or .py paths; got "
+                    f"{plugins!r}")
+    metrics, rules = [], []
+    for entry in plugins:
+        try:
+            if entry.endswith(".py"):
+                path = pathlib.Path(entry)
+                if not path.is_absolute() and base is not None:
+                    path = base / path
+                name = "svtjax_plugin_" + hashlib.sha256(str(path.resolve()).encode()
+                                                         ).hexdigest()[:12]
+                module = sys.modules.get(name)
+                if module is None:
+                    spec = importlib.util.spec_from_file_location(name, path)
+                    if spec is None or spec.loader is None or not path.is_file():
+                        raise FileNotFoundError(f"no such file {str(path)!r}")
+                    module = importlib.util.module_from_spec(spec)
+                    sys.modules[name] = module
+                    try:
+                        spec.loader.exec_module(module)
+                    except BaseException:
+                        del sys.modules[name]
+                        raise
+            else:
+                module = importlib.import_module(entry)
+        except Exception as err:  # noqa: BLE001 - any failure of the plugin is the user's
+            raise _fail(f"[sweep] plugin {entry!r} cannot be imported: "
+                        f"{type(err).__name__}: {err}") from err
+        metrics += list(getattr(module, "SWEEP_METRICS", ()))
+        rules += list(getattr(module, "SWEEP_THRESHOLD_RULES", ()))
+    return tuple(metrics), tuple(rules)
 
 
 def _fail(msg: str) -> SweepConfigError:
     return SweepConfigError(msg)
 
 
-def _validate_config(raw: dict) -> SweepConfig:
+def _validate_config(raw: dict, extra_metrics: tuple = (), threshold_rules: tuple = ()
+                     ) -> SweepConfig:
     import svtjax
     from svtjax import datasets as ds
+    from svtjax import metrics as M
+
+    extra_metrics = _extensions("metrics", extra_metrics, Metric,
+                                list(M.METRICS) + list(EXTRA_METRICS))
+    threshold_rules = _extensions("threshold rules", threshold_rules, ThresholdRule,
+                                  ["lyu"] + list(BUILTIN_THRESHOLD_RULES))
+    rule_names = list(BUILTIN_THRESHOLD_RULES) + [r.name for r in threshold_rules]
 
     unknown = sorted(set(raw) - _TOP_KEYS)
     if unknown:
@@ -417,10 +468,10 @@ def _validate_config(raw: dict) -> SweepConfig:
     if not isinstance(shuffle, bool):
         raise _fail(f"[sweep] shuffle must be true or false; got {shuffle!r}")
     threshold = sweep.get("threshold", "lyu")
-    if not (threshold == "lyu" or (isinstance(threshold, str) and threshold in THRESHOLD_RULES)
+    if not (threshold == "lyu" or (isinstance(threshold, str) and threshold in rule_names)
             or (isinstance(threshold, (int, float)) and not isinstance(threshold, bool)
                 and math.isfinite(threshold))):
-        rules = ", ".join(f'"{r}"' for r in THRESHOLD_RULES)
+        rules = ", ".join(f'"{r}"' for r in rule_names)
         raise _fail(f"[sweep] threshold must be \"lyu\", a per-trial rule ({rules}) or a finite "
                     f"number; got {threshold!r}")
     quantiles = sweep.get("quantiles", [])
@@ -441,7 +492,7 @@ def _validate_config(raw: dict) -> SweepConfig:
     metric_list = sweep.get("metrics", list(SweepConfig.metrics))
     if isinstance(metric_list, str):
         metric_list = [metric_list]
-    valid_metrics = metric_names()
+    valid_metrics = metric_names() + [m.name for m in extra_metrics]
     for m in metric_list:
         if m not in valid_metrics:
             raise _fail(f"unknown metric {m!r}; valid metrics: {', '.join(valid_metrics)}")
@@ -534,7 +585,9 @@ def _validate_config(raw: dict) -> SweepConfig:
                          grid=grid, trials=trials, seed=seed, metrics=tuple(metric_list),
                          shuffle=shuffle, threshold=threshold, memory_budget_mb=float(budget),
                          dtype=dtype, points_per_batch=ppb,
-                         quantiles=tuple(float(q) for q in quantiles), plot=plot, raw=raw)
+                         quantiles=tuple(float(q) for q in quantiles), plot=plot, raw=raw,
+                         extra_metrics=tuple(m for m in extra_metrics if m.name in metric_list),
+                         threshold_rules=threshold_rules)
     expand(config)  # builds every mechanism: bad parameter values fail here, before compiling
     return config
 
@@ -574,8 +627,7 @@ class Point:
         (with the source of any registered metric it uses, and its quantiles)."""
         what = {**self.describe(config), "trials": config.trials,
                 "metrics": sorted(config.metrics), "code": code_version()}
-        registered = {m: _source_hash(REGISTERED_METRICS[m].fn, REGISTERED_METRICS[m].prepare)
-                      for m in config.metrics if m in REGISTERED_METRICS}
+        registered = {m.name: _source_hash(m.fn, m.prepare) for m in config.extra_metrics}
         if registered:
             what["metric_code"] = registered
         if config.quantiles:
@@ -684,7 +736,7 @@ TRACES: dict[str, int] = {}
 """Mechanism name -> number of times a group kernel was traced (each trace is one compile)."""
 
 
-def _per_trial(out, scores, c, *, k: int, metrics: tuple,
+def _per_trial(out, scores, c, *, k: int, metrics: tuple, own: tuple = (),
                ctx: Optional[MetricContext] = None):
     """float[len(metrics), trials]: per-trial metric values of a batch of Outcomes."""
     import jax.numpy as jnp
@@ -696,9 +748,10 @@ def _per_trial(out, scores, c, *, k: int, metrics: tuple,
     dtype = scores.dtype
     every = M.evaluate(picks, scores, c) if any(m in M.METRICS for m in metrics) else {}
     rows = []
+    own = {m.name: m for m in own}
     for m in metrics:
-        if m in REGISTERED_METRICS:
-            rows.append(jnp.broadcast_to(REGISTERED_METRICS[m].fn(out, scores, c, ctx),
+        if m in own:
+            rows.append(jnp.broadcast_to(own[m].fn(out, scores, c, ctx),
                                          out.answers.shape[:1]).astype(dtype))
         elif m in M.METRICS:
             rows.append(every[m].astype(dtype))
@@ -726,7 +779,7 @@ randomness): never a trial index, so never a mechanism's key."""
 
 @functools.lru_cache(maxsize=None)
 def _kernel(k: int, metrics: tuple, shuffle: bool, chunk: int, num_devices: int,
-            rule: Optional[str] = None):
+            rule: Optional[ThresholdRule] = None, own: tuple = ()):
     import jax
     import jax.numpy as jnp
     from jax.sharding import NamedSharding, PartitionSpec
@@ -750,7 +803,7 @@ def _kernel(k: int, metrics: tuple, shuffle: bool, chunk: int, num_devices: int,
                 per_trial = jnp.broadcast_to(thr.astype(scores.dtype), idx.shape)
             else:  # each trial its own threshold: one-trial batches, vmapped
                 desc = jnp.sort(scores)[::-1]
-                draw = THRESHOLD_RULES[rule].draw
+                draw = rule.draw
                 per_trial = jax.vmap(lambda a: draw(jax.random.fold_in(a, 0), desc, c))(
                     aux).astype(scores.dtype)
 
@@ -762,7 +815,7 @@ def _kernel(k: int, metrics: tuple, shuffle: bool, chunk: int, num_devices: int,
                 out = jax.vmap(one)(keys, per_trial)
             ctx = MetricContext(per_trial, jax.vmap(lambda a: jax.random.fold_in(a, 1))(aux),
                                 mech, k, prep)
-            return _per_trial(out, scores, c, k=k, metrics=metrics, ctx=ctx)
+            return _per_trial(out, scores, c, k=k, metrics=metrics, own=own, ctx=ctx)
 
         if seeds.shape[0] == 1:  # one point per call (the CPU default): no vmap to trace
             one = jax.tree_util.tree_map(lambda x: x[0], (mechs, seeds, thresholds, cs,
@@ -985,7 +1038,8 @@ def run(config: Any, out: Optional[str | os.PathLike] = None, *, resume: bool = 
         progress: Optional[bool] = None, num_devices: Optional[int] = None,
         log: Callable[[str], None] = print, process_index: Optional[int] = None,
         process_count: Optional[int] = None, wait_timeout: float = 3600.0,
-        _stop_after: Optional[int] = None) -> SweepResult:
+        metrics: Sequence[Metric] = (), threshold_rules: Sequence[ThresholdRule] = ()
+        ) -> SweepResult:
     """Runs a sweep; returns the tidy rows and writes them to ``out`` (if given).
 
     Args:
@@ -1001,6 +1055,8 @@ def run(config: Any, out: Optional[str | os.PathLike] = None, *, resume: bool = 
         ``jax.distributed`` run). Process 0 waits for the others' points (in ``out/points``,
         which must be on a filesystem every process sees) and writes the results.
       wait_timeout: seconds process 0 waits for the other processes.
+      metrics: :class:`Metric` objects the config may name besides the built-in ones.
+      threshold_rules: ``ThresholdRule`` objects the config may name as ``threshold``.
 
     Returns:
       A :class:`SweepResult`. In processes other than 0 its ``rows`` are this process's only.
@@ -1012,7 +1068,7 @@ def run(config: Any, out: Optional[str | os.PathLike] = None, *, resume: bool = 
     import jax.numpy as jnp
 
     start_time = time.perf_counter()
-    config = load_config(config)
+    config = load_config(config, metrics=metrics, threshold_rules=threshold_rules)
     if config.dtype == "float64" and not jax.config.jax_enable_x64:
         raise _fail("dtype = \"float64\" needs jax_enable_x64 (set JAX_ENABLE_X64=1, or use "
                     "svtjax sweep, which enables it)")
@@ -1037,7 +1093,7 @@ def run(config: Any, out: Optional[str | os.PathLike] = None, *, resume: bool = 
     if pcount > 1 and outdir is None:
         raise _fail("a sweep split over several processes needs an output directory (out) on "
                     "a filesystem every process sees")
-    rule = THRESHOLD_RULES.get(config.threshold) if isinstance(config.threshold, str) else None
+    rule = config.threshold_rule()
     for p in points:
         n = scores_by[p.dataset].shape[0]
         if p.c >= n:
@@ -1083,8 +1139,8 @@ def run(config: Any, out: Optional[str | os.PathLike] = None, *, resume: bool = 
             pb, chunk = plan(len(members), config.trials, per_trial, budget,
                              _points_per_batch(config))
             ndev = _devices_for(chunk, num_devices)
-            kernel = _kernel(k, tuple(config.metrics), config.shuffle, chunk, ndev,
-                             None if rule is None else rule.name)
+            kernel = _kernel(k, tuple(config.metrics), config.shuffle, chunk, ndev, rule,
+                             tuple(config.extra_metrics))
             for b0 in range(0, len(members), pb):
                 batch = members[b0:b0 + pb]
                 padded = batch + [batch[-1]] * (pb - len(batch))
@@ -1125,8 +1181,6 @@ def run(config: Any, out: Optional[str | os.PathLike] = None, *, resume: bool = 
                     if outdir is not None:
                         _write_json(_point_record_path(outdir, ids[i]), rec)
                     computed += 1
-                    if _stop_after is not None and computed >= _stop_after:
-                        raise KeyboardInterrupt("stopped by _stop_after (tests)")
     finally:
         bar.close()
     compiles = {k: v - traces_before.get(k, 0) for k, v in TRACES.items()
@@ -1154,7 +1208,7 @@ def _prepared(config: SweepConfig, mechs: Sequence, cs: Sequence[int], dtype) ->
 
     out = {}
     for m in config.metrics:
-        metric = REGISTERED_METRICS.get(m)
+        metric = config.metric(m)
         if metric is not None and metric.prepare is not None:
             values = [metric.prepare(mech, c) for mech, c in zip(mechs, cs)]
             out[m] = jax.tree_util.tree_map(
@@ -1248,7 +1302,7 @@ def _write_outputs(config, rows, outdir: pathlib.Path, info: dict) -> list[str]:
         pass
     sidecar = {"config": config.raw, "name": config.name, "versions": versions(),
                "code_version": code_version(), "metrics": list(config.metrics),
-               "metric_definitions": {m: _metric_definition(m) for m in config.metrics},
+               "metric_definitions": {m: _metric_definition(m, config) for m in config.metrics},
                "interval": "95% Student-t interval for the mean (mean ± t(0.975, trials-1) se)",
                "seconds_note": "wall time of a point's batch divided by the points in it, "
                                "compilation included on a group's first batch",
@@ -1258,9 +1312,9 @@ def _write_outputs(config, rows, outdir: pathlib.Path, info: dict) -> list[str]:
     return files
 
 
-def _metric_definition(name: str) -> str:
-    if name in REGISTERED_METRICS:
-        return REGISTERED_METRICS[name].description
+def _metric_definition(name: str, config: Optional[SweepConfig] = None) -> str:
+    if config is not None and config.metric(name) is not None:
+        return config.metric(name).description
     return EXTRA_METRICS.get(name, f"svtjax.metrics.{name}")
 
 

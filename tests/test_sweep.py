@@ -173,8 +173,17 @@ def test_interrupted_sweep_resumes_only_unfinished_points(tmp_path):
     full = sweep.run(raw, tmp_path / "full", progress=False, log=lambda m: None)
     assert full.computed == 12 and full.reused == 0
     out = tmp_path / "cut"
-    with pytest.raises(KeyboardInterrupt):
-        sweep.run(raw, out, progress=False, log=lambda m: None, _stop_after=5)
+    written = []
+
+    def stop_after_five(path, obj, _write=sweep._write_json):
+        _write(path, obj)
+        written.append(path)
+        if len(written) == 5:
+            raise KeyboardInterrupt("interrupted by the test after 5 points")
+
+    with pytest.MonkeyPatch.context() as mp, pytest.raises(KeyboardInterrupt):
+        mp.setattr(sweep, "_write_json", stop_after_five)
+        sweep.run(raw, out, progress=False, log=lambda m: None)
     assert len(list((out / "points").glob("*.json"))) == 5
     assert not (out / "results.csv").exists()
     again = sweep.run(raw, out, progress=False, log=lambda m: None)
@@ -300,11 +309,11 @@ def _thresholds(out, scores, c, ctx):
 def test_registered_metric_prepare_and_quantiles(tmp_path):
     from svtjax.noise import Laplace
 
-    sweep.register_metric("t_count", _count_evaluated, "positions evaluated")
-    sweep.register_metric("t_epsc", _eps_times_c, "epsilon times c",
-                          prepare=lambda mech, c: {"value": float(mech.epsilon or 0.0) * c})
+    own = [sweep.Metric("t_count", _count_evaluated, "positions evaluated"),
+           sweep.Metric("t_epsc", _eps_times_c, "epsilon times c",
+                        prepare=lambda mech, c: {"value": float(mech.epsilon or 0.0) * c})]
     with pytest.raises(ValueError, match="built-in"):
-        sweep.register_metric("f1", _count_evaluated, "no")
+        sweep.Metric("f1", _count_evaluated, "no")
     raw = {"sweep": {"name": "ext", "trials": 300, "datasets": [{"name": "zipf", "n": N}],
                      "metrics": ["t_count", "t_epsc", "evaluated"], "quantiles": [0.5, 0.9],
                      "dtype": "float64", "seed": 5, "shuffle": False},
@@ -312,7 +321,9 @@ def test_registered_metric_prepare_and_quantiles(tmp_path):
            "mechanisms": [{"name": "svt-s", "monotonic": True, "epsilon": [0.5, 2.0]},
                           {"name": "generalized-svt", "label": "gen", "resample": True,
                            "threshold_noise": Laplace(2.0), "query_noise": Laplace(4.0)}]}
-    cfg = sweep.load_config(raw)
+    with pytest.raises(sweep.SweepConfigError, match="unknown metric 't_count'"):
+        sweep.load_config(raw)  # nothing is registered globally
+    cfg = sweep.load_config(raw, metrics=own)
     res = sweep.run(cfg, tmp_path, progress=False, log=lambda m: None)
     scores = svtjax.datasets.zipf(N).scores
     T = svtjax.datasets.lyu_threshold(scores, 3)
@@ -331,7 +342,7 @@ def test_registered_metric_prepare_and_quantiles(tmp_path):
         assert rows[(pid, "t_epsc")]["mean"] == pytest.approx(eps * 3, rel=1e-12, abs=0)
     # two points vmapped per call (the accelerator default): prepared values are stacked
     raw["sweep"]["points_per_batch"] = 2
-    batched = _by_id(sweep.run(raw, progress=False, log=lambda m: None).rows)
+    batched = _by_id(sweep.run(raw, progress=False, log=lambda m: None, metrics=own).rows)
     for key, row in rows.items():
         np.testing.assert_allclose(batched[key]["mean"], row["mean"], rtol=1e-12)
     side = json.loads((tmp_path / "results.json").read_text())
@@ -341,23 +352,24 @@ def test_registered_metric_prepare_and_quantiles(tmp_path):
     # the id of a point follows the code of its registered metrics: resume never reuses stale
     # numbers, and existing configs (built-in metrics only) keep their ids
     before = sweep.expand(cfg)[0].point_id(cfg)
-    sweep.register_metric("t_count", _count_evaluated_again, "positions evaluated")
-    assert sweep.expand(cfg)[0].point_id(cfg) != before
-    sweep.register_metric("t_count", _count_evaluated, "positions evaluated")
-    assert sweep.expand(cfg)[0].point_id(cfg) == before
+    edited = sweep.load_config(raw, metrics=[
+        sweep.Metric("t_count", _count_evaluated_again, "positions evaluated"), own[1]])
+    assert sweep.expand(edited)[0].point_id(edited) != before
+    again = sweep.load_config(raw, metrics=own)
+    assert sweep.expand(again)[0].point_id(again) == before
 
 
 def test_per_trial_threshold_rule_equals_one_trial_calls():
     import jax
 
-    sweep.register_metric("t_count", _count_evaluated, "positions evaluated")
-    sweep.register_metric("t_thr", _thresholds, "the trial's threshold")
+    own = [sweep.Metric("t_count", _count_evaluated, "positions evaluated"),
+           sweep.Metric("t_thr", _thresholds, "the trial's threshold")]
     raw = {"sweep": {"name": "ding", "trials": 300, "datasets": [{"name": "zipf", "n": N}],
                      "metrics": ["t_thr", "t_count", "picks"], "dtype": "float64", "seed": 2,
                      "shuffle": False, "threshold": "ding"},
            "grid": {"epsilon": [1.0], "c": [3, 6]},
            "mechanisms": [{"name": "svt-s", "monotonic": True}]}
-    cfg = sweep.load_config(raw)
+    cfg = sweep.load_config(raw, metrics=own)
     rows = _by_id(sweep.run(cfg, progress=False, log=lambda m: None).rows)
     scores = np.asarray(svtjax.datasets.zipf(N).scores)
     desc = np.sort(scores)[::-1]
@@ -380,15 +392,15 @@ def test_per_trial_threshold_rule_equals_one_trial_calls():
             np.testing.assert_allclose(rows[(pid, name)]["std"], values.std(ddof=1), rtol=1e-9)
         assert math.isnan(rows[(pid, "picks")]["threshold"])
     raw["sweep"]["points_per_batch"] = 2  # the two c values vmapped in one call
-    batched = _by_id(sweep.run(raw, progress=False, log=lambda m: None).rows)
+    batched = _by_id(sweep.run(raw, progress=False, log=lambda m: None, metrics=own).rows)
     for key, row in rows.items():
         np.testing.assert_allclose(batched[key]["mean"], row["mean"], rtol=1e-12)
     raw["grid"]["c"] = [40]  # 8c + 1 = 321 items needed, zipf has 300
     with pytest.raises(sweep.SweepConfigError, match="needs at least 8c"):
-        sweep.run(raw, progress=False, log=lambda m: None)
+        sweep.run(raw, progress=False, log=lambda m: None, metrics=own)
     raw["sweep"]["threshold"] = "nope"
     with pytest.raises(sweep.SweepConfigError, match="per-trial rule"):
-        sweep.load_config(raw)
+        sweep.load_config(raw, metrics=own)
 
 
 def test_table_c_for_k_mechanisms_and_a_permuted_dataset():
@@ -415,3 +427,31 @@ def test_table_c_for_k_mechanisms_and_a_permuted_dataset():
     bad = dict(raw, sweep=dict(raw["sweep"], datasets=[{"name": "zipf", "permute": -1}]))
     with pytest.raises(sweep.SweepConfigError, match="permute must be"):
         sweep.load_config(bad)
+
+
+def test_plugins_bring_metrics_and_threshold_rules(tmp_path):
+    """A TOML's ``plugins`` are imported before it is checked; their SWEEP_METRICS and
+    SWEEP_THRESHOLD_RULES are known by name, and nothing leaks into other configs."""
+    (tmp_path / "myplugin.py").write_text(
+        "import jax.numpy as jnp\n"
+        "from svtjax import sweep\n"
+        "from svtjax.datasets import ThresholdRule\n"
+        "def _tops(out, scores, c, ctx):\n"
+        "    return jnp.sum(out.answers == 1, axis=-1)\n"
+        "SWEEP_METRICS = [sweep.Metric('plugin_tops', _tops, 'number of tops')]\n"
+        "SWEEP_THRESHOLD_RULES = [ThresholdRule('top', lambda key, s, c: s[0], 'largest')]\n")
+    (tmp_path / "cfg.toml").write_text(
+        '[sweep]\nname = "plug"\ntrials = 40\nplugins = ["myplugin.py"]\nshuffle = false\n'
+        f'datasets = [{{ name = "zipf", n = {N} }}]\nmetrics = ["plugin_tops", "picks"]\n'
+        'threshold = "top"\n[grid]\nc = [3]\nepsilon = [1.0]\n'
+        '[[mechanisms]]\nname = "svt-s"\nmonotonic = true\n')
+    res = sweep.run(str(tmp_path / "cfg.toml"), progress=False, log=lambda m: None)
+    tops = {r["metric"]: r["mean"] for r in res.rows}
+    assert 0 <= tops["plugin_tops"] <= 3 and tops["picks"] == tops["plugin_tops"]
+    with pytest.raises(sweep.SweepConfigError, match="unknown metric 'plugin_tops'"):
+        sweep.load_config({"sweep": {"metrics": ["plugin_tops"]},
+                           "mechanisms": [{"name": "svt-s"}]})
+    (tmp_path / "bad.toml").write_text('[sweep]\nplugins = ["nope_no_such_module"]\n'
+                                       '[[mechanisms]]\nname = "svt-s"\n')
+    with pytest.raises(sweep.SweepConfigError, match="plugin 'nope_no_such_module' cannot"):
+        sweep.load_config(str(tmp_path / "bad.toml"))

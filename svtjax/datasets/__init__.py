@@ -44,7 +44,9 @@ from svtjax.datasets._fetch import cache_root as cache_dir
 from svtjax.datasets._readers import FORMATS, load_transactions
 from svtjax.datasets._shipped import T40_TOTAL_OCCURRENCES, impute_t40_rare
 from svtjax.datasets._thresholds import (
+    THRESHOLD_RULES,
     RankedThreshold,
+    ThresholdRule,
     ding_threshold,
     fixed_threshold,
     lyu_threshold,
@@ -59,11 +61,23 @@ from svtjax.datasets._types import (
 
 __all__ = [
     "Dataset", "load", "names", "zipf", "binary", "lyu_threshold",
-    "ding_threshold", "fixed_threshold", "RankedThreshold",
+    "ding_threshold", "fixed_threshold", "RankedThreshold", "ThresholdRule", "THRESHOLD_RULES",
+    "canonical", "is_synthetic",
     "ItemCounts", "load_transactions", "from_transactions", "fetch", "cache_dir", "FORMATS",
     "impute_t40_rare", "T40_TOTAL_OCCURRENCES", "ENV_VAR",
     "DatasetNotAvailableError", "DatasetVerificationError", "DownloadError",
 ]
+
+
+def canonical(name: str) -> str:
+    """The registry name of a dataset name or alias (e.g. ``"BMS-WebView-1"`` ->
+    ``"bms-webview-1"``); unknown names are returned unchanged (``load`` reports them)."""
+    return _registry.canonical(name)
+
+
+def is_synthetic(name: str) -> bool:
+    """True for the generated datasets (``zipf``, ``binary``), which take no ``cache_dir``."""
+    return _registry.canonical(name) in _registry.SYNTHETIC
 
 
 def zipf(n: int = 10_000) -> Dataset:
