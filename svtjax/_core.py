@@ -6,7 +6,8 @@ trials carries a leading trial axis on every field.
 
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+import functools
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -36,33 +37,84 @@ class Outcome(NamedTuple):
     cost: Array
 
 
-class Draws(NamedTuple):
-    """Every random number one trial may use, as *standard* (unit-scale) variates.
+class Draws:
+    """Every random number one trial may use, as *standard* (unit-scale) variates, by stream.
 
     A mechanism multiplies by its noise scales inside ``decide``, so the same ``Draws`` serve every
-    ε (common random numbers across a sweep). Position ``p`` of each stream array is drawn from
-    block ``p // BLOCK`` of that stream's key (``svtjax.mechanisms.base.BLOCK``), so the value at a
-    position depends only on (trial key, stream, position) — never on how far a kernel reads.
-    Fields a mechanism does not use are ``None``.
+    ε (common random numbers across a sweep). Each stream is named after what it feeds, and
+    ``draws.<name>`` (or ``draws["<name>"]``) returns it, ``None`` when the mechanism does not
+    draw that stream. Position ``p`` of a per-position stream is drawn from block ``p // BLOCK``
+    of that stream's key (``svtjax.mechanisms.BLOCK``), so the value at a position depends only on
+    (trial key, stream, position) — never on how far a kernel reads.
 
-    Attributes:
-      threshold: scalar; the initial threshold noise ρ (standard variate).
-      query: float[L]; query noise ν at each stream position.
-      refresh: float[L]; fresh threshold noise drawn after a ⊤ at that position (mechanisms that
-        redraw ρ, e.g. ``dpbook``).
-      answer: float[L]; noise of the released answer at that position (``svt-s`` with ε3 > 0).
-      order: int32[n]; Fisher–Yates swap indices: at step p, positions p and ``order[p]`` (drawn
-        uniformly from p..n-1) are swapped. Present only for shuffled runs.
-      query2: float[L]; a second query noise at each position (``adaptive-svt-gap``'s η_i, whose
-        ξ_i is ``query``).
+    The built-in mechanisms use these streams:
+
+    * ``threshold``: scalar; the initial threshold noise ρ.
+    * ``query``: float[L]; query noise ν at each stream position.
+    * ``refresh``: float[L]; fresh threshold noise drawn after a ⊤ (or a stage's end) at that
+      position (``dpbook``, RESAMPLE, stage-wise SVT).
+    * ``answer``: float[L]; noise of the released answer at that position (``svt-s`` with ε3 > 0).
+    * ``query2``: float[L]; a second query noise (``adaptive-svt-gap``'s η_i; ξ_i is ``query``).
+    * ``order``: int32[n]; Fisher–Yates swap indices: at step p, positions p and ``order[p]``
+      (uniform on p..n-1) are swapped. Present only for shuffled runs.
+
+    A rule of one's own may name other streams (``ThresholdMechanism.streams``).
     """
 
-    threshold: Array
-    query: Optional[Array] = None
-    refresh: Optional[Array] = None
-    answer: Optional[Array] = None
-    order: Optional[Array] = None
-    query2: Optional[Array] = None
+    __slots__ = ("_streams",)
+
+    def __init__(self, streams=None, /, **named):
+        merged = dict(streams or {})
+        merged.update(named)
+        object.__setattr__(self, "_streams",
+                           {k: v for k, v in sorted(merged.items()) if v is not None})
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self._streams.get(name)
+
+    def __getitem__(self, name):
+        return self._streams[name]
+
+    def __contains__(self, name):
+        return name in self._streams
+
+    def __setattr__(self, name, value):
+        raise AttributeError("Draws is immutable; build a new one with Draws({...})")
+
+    def names(self):
+        return tuple(self._streams)
+
+    def items(self):
+        return self._streams.items()
+
+    def replace(self, **changes):
+        return Draws({**self._streams, **changes})
+
+    def __repr__(self):
+        inner = ", ".join(f"{k}={getattr(v, 'shape', v)}" for k, v in self._streams.items())
+        return f"Draws({inner})"
+
+
+def _draws_flatten(d: Draws):
+    names = tuple(d._streams)
+    return [d._streams[k] for k in names], names
+
+
+def _draws_flatten_with_keys(d: Draws):
+    names = tuple(d._streams)
+    return [(jax.tree_util.DictKey(k), d._streams[k]) for k in names], names
+
+
+def _draws_unflatten(names, children):
+    out = object.__new__(Draws)
+    object.__setattr__(out, "_streams", dict(zip(names, children)))
+    return out
+
+
+jax.tree_util.register_pytree_with_keys(Draws, _draws_flatten_with_keys, _draws_unflatten,
+                                        _draws_flatten)
 
 
 _SELECT_BLOCK = 256
@@ -77,6 +129,7 @@ def _row_block(x: Array, b, width: int) -> tuple[Array, Array]:
     return blk, (start + jnp.arange(width)) >= b * width
 
 
+@functools.partial(jax.jit, static_argnums=(2,))
 def _selected_rows(answers: Array, items: Array, k: int) -> Array:
     """``selected`` for a 2-D batch [R, L], reading blocks only until a row has k picks.
 
@@ -107,6 +160,7 @@ def _selected_rows(answers: Array, items: Array, k: int) -> Array:
     return out[1][:, :k]
 
 
+@jax.jit
 def _prefix_rows(answers: Array) -> tuple[Array, Array]:
     """``prefix_counts`` for a 2-D batch [R, L], reading blocks only until a row's first -1."""
     from svtjax._loops import compacting_block_loop

@@ -16,12 +16,9 @@ Errors in the user's input end the command with exit status 2 and one line on st
 from __future__ import annotations
 
 import argparse
-import functools
 import json
-import math
 import os
 import sys
-import time
 from typing import Any, Optional, Sequence
 
 DEFAULT_MECHANISMS = (
@@ -69,76 +66,54 @@ def _label(name: str, params: dict[str, Any]) -> str:
     return f"{name}[{extra}]" if extra else name
 
 
-def _metric_sums(c, scores, out):
-    """Per-trial metrics and their squares (summed over trials by ``simulate``)."""
-    import jax.numpy as jnp
-
-    import svtjax
-    from svtjax import metrics
-
-    picks = svtjax.selected(out, c)
-    every = metrics.evaluate(picks, scores, c)
-    values = {m: every[m] for m in REPORTED}
-    values["picks"] = jnp.sum(picks >= 0, axis=-1).astype(scores.dtype)
-    values["evaluated"] = jnp.mean(out.answers >= 0, axis=-1).astype(scores.dtype)
-    return {k: (v, v * v) for k, v in values.items()}
+SIMULATE_METRICS = REPORTED + ("picks", "evaluated")
 
 
-def _reducer(scores, c: int):
-    import jax
-    import jax.numpy as jnp
-
-    # c fixes the shape of the picks, so it is bound statically (one function per c, cached);
-    # the scores are a traced argument.
-    return jax.tree_util.Partial(_metric_sums_for(int(c)), jnp.asarray(scores))
-
-
-@functools.lru_cache(maxsize=None)
-def _metric_sums_for(c: int):
-    return functools.partial(_metric_sums, c)
+def simulation_config(mechanisms: Sequence[str], dataset: str, epsilons: Sequence[float],
+                      c: int, trials: int, seed: int, shuffle: bool) -> dict[str, Any]:
+    """The sweep config ``svtjax simulate`` runs: one ``[[mechanisms]]`` table per spec, ε as a
+    grid axis, top-``c`` with Lyu's threshold. The command is a sweep without an output
+    directory, so it runs on the same compiled chunk and the same statistics as ``svtjax
+    sweep`` and ``svtjax.simulate`` (one driver)."""
+    tables = []
+    for spec in mechanisms:
+        name, params = parse_mechanism(spec)
+        tables.append({"name": name, "label": _label(name, params), **params})
+    return {"sweep": {"name": "simulate", "trials": trials, "seed": seed, "shuffle": shuffle,
+                      "datasets": [dataset], "metrics": list(SIMULATE_METRICS),
+                      "threshold": "lyu"},
+            "grid": {"epsilon": [float(e) for e in epsilons], "c": [int(c)]},
+            "mechanisms": tables}
 
 
 def run_simulation(mechanisms: Sequence[str], dataset: str, epsilons: Sequence[float], c: int,
                    trials: int, seed: int, shuffle: bool) -> list[dict[str, Any]]:
     """Runs each mechanism at each ε; returns one row per (mechanism, ε)."""
-    import jax
+    from svtjax import sweep
 
-    import svtjax
-    from svtjax import datasets
-
-    data = datasets.load(dataset)
-    threshold = datasets.lyu_threshold(data.scores, c)
-    reduce = _reducer(data.scores, c)
-    rows = []
-    for spec in mechanisms:
-        name, params = parse_mechanism(spec)
-        for eps in epsilons:
-            kwargs = {"epsilon": eps, **params}
-            if name in svtjax.names() and "c" in svtjax.mechanisms.parameters(name):
-                kwargs.setdefault("c", c)
-            mech = svtjax.get(name, **kwargs)
-            start = time.perf_counter()
-            sums = jax.block_until_ready(svtjax.simulate(
-                mech, data.scores, threshold, trials=trials, seed=seed, shuffle=shuffle,
-                reduce=reduce))
-            seconds = time.perf_counter() - start
-            row = {"mechanism": _label(name, params), "dataset": dataset, "epsilon": eps,
-                   "c": c, "trials": trials, "threshold": threshold, "seconds": seconds,
-                   "privacy": str(mech.privacy())}
-            for metric, (s1, s2) in sums.items():
-                mean = float(s1) / trials
-                var = max(float(s2) / trials - mean * mean, 0.0) * trials / max(trials - 1, 1)
-                row[metric] = mean
-                row[f"{metric}_se"] = math.sqrt(var / trials)
-            rows.append(row)
-    return rows
+    config = sweep.load_config(simulation_config(mechanisms, dataset, epsilons, c, trials, seed,
+                                                 shuffle))
+    result = sweep.run(config, None, progress=False, log=lambda msg: None)
+    privacy = {(p.label, dict(p.axes).get("epsilon", "")): str(p.build().privacy())
+               for p in sweep.expand(config)}
+    rows: dict[tuple, dict[str, Any]] = {}
+    for r in result.rows:
+        key = (r["label"], r.get("epsilon", ""))
+        row = rows.setdefault(key, {
+            "mechanism": r["label"], "dataset": dataset, "epsilon": key[1], "c": c,
+            "trials": r["trials"], "threshold": r["threshold"], "seconds": r["seconds"],
+            "privacy": privacy.get(key, "")})
+        row[r["metric"]] = r["mean"]
+        row[f"{r['metric']}_se"] = r["se"]
+    return list(rows.values())
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
     header = ["mechanism", "eps", "F1", "precision", "SER", "NCR", "picks", "evaluated", "sec"]
     lines = []
     for r in rows:
-        lines.append([r["mechanism"], f"{r['epsilon']:g}",
+        eps = r["epsilon"]
+        lines.append([r["mechanism"], f"{eps:g}" if isinstance(eps, float) else str(eps),
                       f"{r['f1']:.3f} ± {1.96 * r['f1_se']:.3f}", f"{r['precision']:.3f}",
                       f"{r['ser']:.3f}", f"{r['ncr']:.3f}", f"{r['picks']:.1f}",
                       f"{100 * r['evaluated']:.1f}%", f"{r['seconds']:.2f}"])
@@ -431,6 +406,9 @@ def _one_line(err: BaseException) -> str:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    from svtjax import tune_allocator
+
+    tune_allocator()  # a command owns its process: large buffers stay in the heap (_malloc)
     if os.environ.get("SVTJAX_NO_CACHE") != "1":
         from svtjax import enable_compilation_cache
 

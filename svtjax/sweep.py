@@ -730,10 +730,10 @@ def versions() -> dict[str, str]:
     return out
 
 
-# -- the compiled kernel ---------------------------------------------------------------------------
+# -- the per-trial metrics (the reducer of simulate's compiled chunk) ------------------------------
 
 TRACES: dict[str, int] = {}
-"""Mechanism name -> number of times a group kernel was traced (each trace is one compile)."""
+"""Mechanism name -> number of times a group's chunk was traced (each trace is one compile)."""
 
 
 def _per_trial(out, scores, c, *, k: int, metrics: tuple, own: tuple = (),
@@ -765,65 +765,24 @@ def _per_trial(out, scores, c, *, k: int, metrics: tuple, own: tuple = (),
     return jnp.stack(rows)
 
 
-def _mesh(num_devices: int):
-    import jax
-    from jax.sharding import Mesh
+def _point_values(k, metrics, own, rule, scores, out, ctx):
+    """The reducer a sweep hands to ``simulate.run_chunk``: per-trial metric values of one
+    point (``ctx.extra``: its c, threshold and prepared values)."""
+    import jax.numpy as jnp
 
-    return Mesh(np.asarray(jax.local_devices()[:num_devices]), ("trials",))
-
-
-AUX_STREAM = 2**32 - 1
-"""``fold_in`` index of a point's auxiliary key stream (per-trial thresholds and metric
-randomness): never a trial index, so never a mechanism's key."""
+    name = getattr(ctx.mech, "name", type(ctx.mech).__name__)
+    TRACES[name] = TRACES.get(name, 0) + 1
+    extra = ctx.extra
+    thresholds = ctx.thresholds if rule else jnp.broadcast_to(
+        extra["threshold"].astype(scores.dtype), ctx.index.shape)
+    mctx = MetricContext(thresholds, ctx.keys, ctx.mech, k, extra["prepared"])
+    return _per_trial(out, scores, extra["c"], k=k, metrics=metrics, own=own, ctx=mctx)
 
 
 @functools.lru_cache(maxsize=None)
-def _kernel(k: int, metrics: tuple, shuffle: bool, chunk: int, num_devices: int,
-            rule: Optional[ThresholdRule] = None, own: tuple = ()):
-    import jax
-    import jax.numpy as jnp
-    from jax.sharding import NamedSharding, PartitionSpec
-
-    def group_chunk(mechs, seeds, thresholds, cs, prepared, scores, start):
-        name = type(mechs).__name__
-        TRACES[getattr(mechs, "name", name)] = TRACES.get(getattr(mechs, "name", name), 0) + 1
-        idx = start + jnp.arange(chunk)
-        if num_devices > 1:
-            idx = jax.lax.with_sharding_constraint(
-                idx, NamedSharding(_mesh(num_devices), PartitionSpec("trials")))
-
-        def point(mech, seed, thr, c, prep):
-            root = jax.random.key(seed)
-            keys = jax.vmap(lambda t: jax.random.fold_in(root, t))(idx)
-            aux_root = jax.random.fold_in(root, AUX_STREAM)
-            aux = jax.vmap(lambda t: jax.random.fold_in(aux_root, t))(idx)
-            if rule is None:
-                t = jnp.broadcast_to(thr.astype(scores.dtype), scores.shape)
-                out = mech.run_batch(keys, scores, t, shuffle=shuffle)
-                per_trial = jnp.broadcast_to(thr.astype(scores.dtype), idx.shape)
-            else:  # each trial its own threshold: one-trial batches, vmapped
-                desc = jnp.sort(scores)[::-1]
-                draw = rule.draw
-                per_trial = jax.vmap(lambda a: draw(jax.random.fold_in(a, 0), desc, c))(
-                    aux).astype(scores.dtype)
-
-                def one(key, t):
-                    t = jnp.broadcast_to(t, scores.shape)
-                    return jax.tree_util.tree_map(
-                        lambda x: x[0], mech.run_batch(key[None], scores, t, shuffle=shuffle))
-
-                out = jax.vmap(one)(keys, per_trial)
-            ctx = MetricContext(per_trial, jax.vmap(lambda a: jax.random.fold_in(a, 1))(aux),
-                                mech, k, prep)
-            return _per_trial(out, scores, c, k=k, metrics=metrics, own=own, ctx=ctx)
-
-        if seeds.shape[0] == 1:  # one point per call (the CPU default): no vmap to trace
-            one = jax.tree_util.tree_map(lambda x: x[0], (mechs, seeds, thresholds, cs,
-                                                          prepared))
-            return point(*one)[None]
-        return jax.vmap(point)(mechs, seeds, thresholds, cs, prepared)
-
-    return jax.jit(group_chunk)
+def _reducer_fn(k: int, metrics: tuple, own: tuple, rule: bool):
+    """One function object per static configuration, so the compiled chunk is reused."""
+    return functools.partial(_point_values, k, metrics, own, rule)
 
 
 # -- host-side statistics -------------------------------------------------------------------------
@@ -871,28 +830,28 @@ def _summarise(n: float, mean: float, m2: float) -> dict:
 
 def _bytes_per_trial(mech, n: int, itemsize: int, shuffle: bool, k: int,
                      num_metrics: int) -> int:
-    from svtjax.simulate import _bytes_per_trial as base
-
-    return base(mech, n, itemsize, shuffle) + 4 * k * 8 + num_metrics * 8
+    """A point's working memory per trial: the mechanism's (``mech.working_bytes``) plus the
+    picks and the per-trial metric values."""
+    return mech.working_bytes(n, itemsize, shuffle) + 4 * k * 8 + num_metrics * 8
 
 
 def plan(num_points: int, trials: int, per_trial: int, budget_bytes: float,
          points_per_batch: int = 1) -> tuple[int, int]:
     """(points per batch, trials per chunk) with points × chunk × per_trial <= budget.
 
-    A chunk is a multiple of ``BLOCK_TRIALS`` (for at most that many trials: the trials rounded
-    up to a multiple of 8, the smallest chunk there is) and the chunks of a point are balanced
-    so that little padding is computed. Points are batched (vmapped) only up to
-    ``points_per_batch`` and only as far as memory allows.
+    The chunk comes from ``svtjax.simulate.plan_chunk`` (simulate's planner), as a multiple of
+    ``BLOCK_TRIALS`` so that the host merges whole blocks (for at most that many trials: all
+    trials in one chunk, rounded up to a multiple of 8). Points are batched (vmapped) only up
+    to ``points_per_batch`` and only as far as memory allows.
     """
+    from svtjax.simulate import plan_chunk
+
     slots = max(1, int(budget_bytes // max(per_trial, 1)))
     if trials <= BLOCK_TRIALS:
         chunk = -(-trials // 8) * 8
     else:
-        largest = max(BLOCK_TRIALS, (slots // BLOCK_TRIALS) * BLOCK_TRIALS)
-        num_chunks = -(-trials // largest)
-        per_chunk = math.ceil(trials / num_chunks)
-        chunk = math.ceil(per_chunk / BLOCK_TRIALS) * BLOCK_TRIALS
+        chunk = plan_chunk(trials, per_trial, max(budget_bytes, BLOCK_TRIALS * per_trial),
+                           multiple=BLOCK_TRIALS)
     points = max(1, min(points_per_batch, num_points, slots // chunk))
     return points, chunk
 
@@ -1067,15 +1026,14 @@ def run(config: Any, out: Optional[str | os.PathLike] = None, *, resume: bool = 
     import jax
     import jax.numpy as jnp
 
+    from svtjax.simulate import run_chunk, seed_key
+
     start_time = time.perf_counter()
     config = load_config(config, metrics=metrics, threshold_rules=threshold_rules)
     if config.dtype == "float64" and not jax.config.jax_enable_x64:
         raise _fail("dtype = \"float64\" needs jax_enable_x64 (set JAX_ENABLE_X64=1, or use "
                     "svtjax sweep, which enables it)")
     dtype = jnp.float64 if config.dtype == "float64" else jnp.float32
-    from svtjax import _malloc
-
-    _malloc.tune_allocator()  # as simulate does: no page faults on every large buffer
     pidx = jax.process_index() if process_index is None else int(process_index)
     pcount = jax.process_count() if process_count is None else int(process_count)
     available = len(jax.local_devices())
@@ -1139,26 +1097,42 @@ def run(config: Any, out: Optional[str | os.PathLike] = None, *, resume: bool = 
             pb, chunk = plan(len(members), config.trials, per_trial, budget,
                              _points_per_batch(config))
             ndev = _devices_for(chunk, num_devices)
-            kernel = _kernel(k, tuple(config.metrics), config.shuffle, chunk, ndev, rule,
-                             tuple(config.extra_metrics))
+            reducer = jax.tree_util.Partial(
+                _reducer_fn(k, tuple(config.metrics), tuple(config.extra_metrics),
+                            rule is not None), scores)
+            run = functools.partial(
+                run_chunk, chunk=chunk, shuffle=config.shuffle, num_devices=ndev,
+                rule=None if rule is None else (rule.draw, "c"), mode="values",
+                points=0 if pb == 1 else pb)
             for b0 in range(0, len(members), pb):
                 batch = members[b0:b0 + pb]
                 padded = batch + [batch[-1]] * (pb - len(batch))
-                stacked = jax.tree_util.tree_map(
-                    lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]),
-                    *[mechs[i] for i in padded])
-                seeds = jnp.asarray([points[i].seed(config) for i in padded], jnp.uint32)
-                thr = jnp.asarray([_threshold(config, scores_np, points[i].c) for i in padded],
-                                  dtype)
-                cs = jnp.asarray([points[i].c for i in padded], jnp.int32)
-                prepared = _prepared(config, [mechs[i] for i in padded],
-                                     [points[i].c for i in padded], dtype)
+                thr = [_threshold(config, scores_np, points[i].c) for i in padded]
+                # a per-trial rule draws each trial's threshold, added to zeros
+                base_t = np.zeros((len(padded), n)) if rule is not None else \
+                    np.repeat(np.asarray(thr, np.float64)[:, None], n, axis=1)
+                extra = {"c": jnp.asarray([points[i].c for i in padded], jnp.int32),
+                         "threshold": jnp.asarray(np.nan_to_num(thr), dtype),
+                         "prepared": _prepared(config, [mechs[i] for i in padded],
+                                               [points[i].c for i in padded], dtype)}
+                roots = [seed_key(points[i].seed(config)) for i in padded]
+                if pb == 1:
+                    args = (mechs[padded[0]], jnp.asarray(base_t[0], dtype), roots[0],
+                            jax.tree_util.tree_map(lambda x: x[0], extra))
+                else:
+                    args = (jax.tree_util.tree_map(
+                        lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]),
+                        *[mechs[i] for i in padded]), jnp.asarray(base_t, dtype),
+                        jnp.stack(roots), extra)
                 stats = _Stats((pb, len(config.metrics)))
                 kept = []  # per-trial values, only for quantiles
                 t0 = time.perf_counter()
                 for s in range(0, config.trials, chunk):
-                    vals = np.asarray(jax.device_get(kernel(stacked, seeds, thr, cs, prepared,
-                                                            scores, jnp.int32(s))))
+                    vals = run(args[0], scores, args[1], args[2], jnp.int32(s),
+                               config.trials, reducer, args[3])
+                    vals = np.asarray(jax.device_get(vals))
+                    if pb == 1:
+                        vals = vals[None]
                     stats.add_blocks(vals, min(chunk, config.trials - s))
                     if config.quantiles:
                         kept.append(np.asarray(vals, np.float64)[..., :config.trials - s])

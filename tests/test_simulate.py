@@ -155,7 +155,7 @@ def test_fisher_yates_kernels_match_the_reference_shuffle():
     permutations of 2**32 entries or more) give every trial the reference's order, block after
     block with the pending write carried across blocks; n = 100 makes swap partners collide
     within a block, n = 5 and 130 leave padded positions in the last block."""
-    from svtjax.mechanisms import _svt_engine as engine
+    from svtjax.mechanisms import _engine as engine
     from svtjax.mechanisms.base import BLOCK, block_order, num_blocks, stream_key, stream_order
 
     batch = 5
@@ -165,12 +165,12 @@ def test_fisher_yates_kernels_match_the_reference_shuffle():
         want = [svtjax.reference.stream_order(svtjax.Draws(threshold=0.0,
                                                            order=np.asarray(stream_order(k, n))),
                                               n) for k in skeys]
-        for kernel in (engine._fisher_yates_block, engine._fisher_yates_block_2d):
+        for kernel in (engine.fisher_yates_block, engine._fisher_yates_block_2d):
             fy = engine._shuffle_init(batch, nb * BLOCK)
             got = []
             for b in range(nb):
                 order = jnp.stack([block_order(k, b, n) for k in skeys])
-                fy, items = kernel(fy, order, b)
+                fy, items = kernel(fy, order, b * BLOCK)
                 got.append(np.asarray(items))
             got = np.concatenate(got, axis=1)[:, :n]
             np.testing.assert_array_equal(got, np.stack(want), err_msg=f"{kernel.__name__} n={n}")
@@ -182,7 +182,7 @@ def test_default_chunk_fits_the_platform_memory_budget():
     assert size(mech, 10_000, 1000, platform="cpu") == 1000  # fits 256 MiB: one chunk
     cpu = size(mech, 10_000, 100_000, platform="cpu")
     gpu = size(mech, 10_000, 100_000, platform="gpu")
-    per_trial = simulate_module._bytes_per_trial(mech, 10_000, 4, False)
+    per_trial = mech.working_bytes(10_000, 4, False)
     largest = simulate_module.MEMORY_BUDGET // per_trial
     assert cpu * per_trial <= simulate_module.MEMORY_BUDGET < (largest + 1) * per_trial
     assert cpu == math.ceil(100_000 / math.ceil(100_000 / largest))  # equal chunks
