@@ -12,9 +12,9 @@ moves both sides of a ratio alike:
   and noisy-top-k-gap relative to report-noisy-max (issue 16).
 
 Each ratio has a generous lower bound (:data:`BOUNDS`, a third to a quarter of the ratio its
-comment says was measured, so that noise does not fail CI but a lost speed-up does). A ratio below its
-bound fails: one line per failure on stderr, exit status 1. The JSON record (every sample, the
-ratios, bounds and verdicts) goes to ``--out`` or stdout.
+comment says was measured, so that noise does not fail CI but a lost speed-up does). A ratio
+below its bound fails: one line per failure on stderr, exit status 1. The JSON record (every
+sample, the ratios, bounds and verdicts) goes to ``--out`` or stdout.
 
     python benchmarks/check_regression.py [--out FILE] [--repeats 5]
 """

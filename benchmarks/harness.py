@@ -75,6 +75,7 @@ class Config:
       only: mechanism names to run (None: every registered one); the headline runs when svt-s
         is among them.
       epsilon, c, seed: the workload's ε and cut-off, and the root seed of every engine.
+      headline: run the headline cases (when svt-s is among the mechanisms).
       engines: the headline engines to run (subset of :data:`HEADLINE_ENGINES`).
       baselines: run the headline's baselines (numba, process pool, numpy, RNG floor).
       pool: run the process-pool baseline; ``pool_workers`` its size (default: usable cores).
@@ -98,6 +99,7 @@ class Config:
     epsilon: float = workload.EPSILON
     c: int = workload.C
     seed: int = 0
+    headline: bool = True
     engines: tuple = HEADLINE_ENGINES
     baselines: bool = True
     pool: bool = True
@@ -441,6 +443,7 @@ def run(cfg: Config, *, verbose: bool = True, argv: Optional[Sequence[str]] = No
     record = new_record(cfg, argv)
     results = record["results"]
     names = _mechanisms(cfg)
+    with_headline = cfg.headline and HEADLINE in names
 
     def out_of_time() -> bool:
         return deadline is not None and time.monotonic() > deadline
@@ -457,10 +460,10 @@ def run(cfg: Config, *, verbose: bool = True, argv: Optional[Sequence[str]] = No
         if checkpoint is not None:
             checkpoint(record)
 
-    pool, record["pool"] = (_open_pool(cfg, verbose) if HEADLINE in names
+    pool, record["pool"] = (_open_pool(cfg, verbose) if with_headline
                             else (None, {"status": "skipped", "reason": "no headline"}))
     try:
-        for n, trials in cfg.sizes if HEADLINE in names else ():
+        for n, trials in cfg.sizes if with_headline else ():
             for mode in cfg.modes:
                 step(f"headline n={n} trials={trials} {mode} ({cfg.repeats} interleaved rounds)",
                      lambda: headline_case(cfg, n, trials, mode, pool),
@@ -610,6 +613,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", action="append", choices=MODES, dest="modes",
                    help="item order: fixed (one random order), shuffle (per trial), sorted "
                         "(repeatable; default fixed and shuffle)")
+    p.add_argument("--no-headline", action="store_true",
+                   help="skip the headline cases (svt-s against the baselines)")
     p.add_argument("--engine", action="append", choices=HEADLINE_ENGINES, dest="engines",
                    help="run only this headline engine (repeatable; default all)")
     p.add_argument("--no-baselines", action="store_true",
@@ -641,8 +646,8 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-_FLAGS = {"no_baselines": "baselines", "no_pool": "pool", "no_numpy": "numpy",
-          "no_mechanisms": "mechanisms", "no_rng_floors": "rng_floors",
+_FLAGS = {"no_headline": "headline", "no_baselines": "baselines", "no_pool": "pool",
+          "no_numpy": "numpy", "no_mechanisms": "mechanisms", "no_rng_floors": "rng_floors",
           "no_cache_check": "cache_check", "no_memory_check": "memory_check"}
 _VALUES = {"repeats": "repeats", "pool_workers": "pool_workers",
            "baseline_max_trials": "baseline_max_trials", "floor_max_draws": "floor_max_draws",
