@@ -39,7 +39,7 @@ def _fmt(x: Optional[float], spec: str = ".3g") -> str:
 
 
 def _pct(x: Optional[float]) -> str:
-    return "—" if x is None else f"{100 * x:.1f}%"
+    return "—" if x is None else f"{100 * x:.2f}%"
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]], markdown: bool) -> str:
@@ -91,6 +91,27 @@ def _headline_tables(rec: dict, markdown: bool) -> list:
     return [_table(head, rows, markdown), _table(count_head, count_rows, markdown)]
 
 
+def _headline_table_v1(rec: dict, markdown: bool) -> Optional[str]:
+    """A schema-1 record's headline, from the summary it stored (its sorted order as such)."""
+    rows = []
+    for h in rec.get("headline") or []:
+        t, ratio = h.get("throughput_of", {}), h.get("ratio", {})
+        rows.append([str(h["n"]), str(h["trials"]),
+                     "sorted" if h["mode"] == "fixed" else h["mode"],
+                     _pct(h.get("evaluated_fraction")), fmt_rate(h.get("throughput")),
+                     fmt_rate(t.get("numba")), fmt_rate(t.get("numba-parallel")),
+                     _fmt(ratio.get("numba")), _fmt(ratio.get("numba-parallel")),
+                     fmt_rate(t.get("svtjax-reduce")), fmt_rate(t.get("numba-count")),
+                     _fmt(h.get("reduce_ratio_to_numba_count")),
+                     _pct(h.get("ratio_to_physical_limit"))])
+    if not rows:
+        return None
+    return _table(["n", "trials", "mode", "reached", "svtjax q/s", "numba q/s",
+                   "numba-parallel q/s", "svtjax ÷ numba", "svtjax ÷ numba-parallel",
+                   "reduce= q/s", "numba-count q/s", "reduce= ÷ numba-count", "svtjax of limit"],
+                  rows, markdown)
+
+
 def _floor_table(rec: dict, markdown: bool) -> Optional[str]:
     floors = rec.get("rng_floors") or []
     if not floors:
@@ -132,6 +153,10 @@ def tables(rec: dict, markdown: bool = False) -> str:
     """The record's tables: headline, count-only, RNG floors, every row."""
     v1 = rec.get("schema") == "svtjax-bench/1"
     parts, titles = [], []
+    if v1 and _headline_table_v1(rec, markdown):
+        parts.append(_headline_table_v1(rec, markdown))
+        titles.append("Headline as the record stored it: svt-s on the sorted stream (query "
+                      "evaluations per second)")
     if not v1:
         heads = _headline_tables(rec, markdown)
         if heads:
