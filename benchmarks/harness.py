@@ -5,8 +5,16 @@ Zipf scores 10,000 / i stored in one fixed random order, ``svt-s`` with monotoni
 1:c^(2/3) split, ε = 0.5, c = 50; per trial the selected items and the halting position. Cases:
 n = 10^4 × 10^3 trials and n = 10^3 × 10^4 trials, each in the fixed random order (``fixed``)
 and with a fresh random order per trial (``shuffle``); the sorted order (``sorted``) is an extra
-mode. The engines of a case, timed in interleaved rounds (one sample of each in turn, after one
-untimed warm-up round that also compiles; :func:`benchmarks.timing.interleaved`):
+mode. How the papers' code prepares and runs this (read in Ding, Wang, Zhang, Kifer's published
+experiment code for the Free Gap paper, github.com/yxwangcs/freegap): ``freegap/__main__.py``
+(``process_datasets``) shuffles each dataset's item counts once with
+``np.random.RandomState(0)``; ``freegap/adaptivesvt.py`` runs the SVT as a
+``numba.njit(fastmath=True)`` while-loop drawing ``np.random.laplace`` per item inside the loop
+until the k-th ⊤; ``freegap/evaluate.py`` splits the trials into one equal chunk per core of a
+``multiprocessing.Pool(cpu_count())``, each worker seeding its own generator. The baselines
+follow that (:mod:`benchmarks.baselines`). The engines of a case, timed in interleaved rounds
+(one sample of each in turn, after one untimed warm-up round that also compiles;
+:func:`benchmarks.timing.interleaved`):
 
 * ``svtjax`` — ``simulate`` returning full Outcomes, then ``svtjax.selected(out, c)`` and the
   halting positions (``svtjax.prefix_counts``), ``block_until_ready``;
