@@ -17,7 +17,8 @@ follow that (:mod:`benchmarks.baselines`). The engines of a case, timed in inter
 :func:`benchmarks.timing.interleaved`):
 
 * ``svtjax`` — ``simulate`` returning full Outcomes, then ``svtjax.selected(out, c)`` and the
-  halting positions (``svtjax.prefix_counts``), ``block_until_ready``;
+  halting positions (``svtjax.prefix_counts``) in one jitted call
+  (:func:`benchmarks.workload.selected_and_halts`), ``block_until_ready``;
 * ``svtjax-f1`` — ``simulate(..., reduce=)`` computing per-trial F1 and SER of the selection
   (``svtjax.metrics``, scores bound with ``jax.tree_util.Partial``) and the halting position;
 * ``svtjax-count`` — ``simulate(..., reduce=)`` counting evaluated positions and ⊤ only;
@@ -163,8 +164,8 @@ def _engine(call: Callable[[], Any], summarise: Callable[[Any], dict], scale: fl
     """A timing function ``fn(repeats) -> row`` for :func:`benchmarks.timing.interleaved`.
 
     Its first call is untimed (compilation) and recorded as ``first_call_s``; ``summarise``
-    turns the last output into row fields after the timed samples. ``scale`` multiplies times
-    and counts (a baseline timed on a subset of the trials).
+    turns the last output into row fields after the timed samples. ``scale`` multiplies the
+    timed samples and the counts (a baseline timed on a subset of the trials).
     """
     state: dict = {}
 
@@ -172,7 +173,7 @@ def _engine(call: Callable[[], Any], summarise: Callable[[Any], dict], scale: fl
         if "first" not in state:
             t0 = time.perf_counter()
             call()
-            state["first"] = (time.perf_counter() - t0) * scale
+            state["first"] = time.perf_counter() - t0  # compiles: not scaled
             state["number"] = timing.calls_per_sample(call)
         times, out, number = timing.timed(call, repeats, number=state["number"])
         row = {"times_s": [t * scale for t in times], "first_call_s": state["first"],
