@@ -107,7 +107,7 @@ def measure(repeats: int) -> list:
 
 
 def main(argv=None) -> int:
-    from svtjax import bench
+    from benchmarks import machine
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=11)
@@ -117,15 +117,15 @@ def main(argv=None) -> int:
     record = {
         "schema": SCHEMA,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "machine": bench.machine_info(),
-        "device": bench.device_info(),
-        "versions": bench.versions(),
-        "source": bench.source_state(),
-        "load_average": {"start": bench._load()},
+        "machine": machine.machine_info(),
+        "device": machine.device_info(),
+        "versions": machine.versions(),
+        "source": machine.source_state(),
+        "load_average": {"start": machine.load()},
         "config": {"n": N, "blocks": BLOCKS, "batches": list(BATCHES), "repeats": args.repeats},
         "rows": measure(args.repeats),
     }
-    record["load_average"]["end"] = bench._load()
+    record["load_average"]["end"] = machine.load()
     record["wall_s"] = time.perf_counter() - started
     args.out.mkdir(parents=True, exist_ok=True)
     stamp = record["created"].replace("+00:00", "").replace(":", "")

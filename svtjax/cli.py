@@ -8,7 +8,7 @@ Subcommands:
              a table and a plot; resumable; sharded over devices and split over processes
   reproduce  reproduce a paper's tables and figures (``svtjax.experiments.EXPERIMENTS``)
   audit      empirical privacy audits (``svtjax.audit``)
-  bench      run the benchmark suite (``svtjax.bench``)
+  bench      run the benchmark suite (``benchmarks/harness.py`` of a source checkout)
 
 Errors in the user's input end the command with exit status 2 and one line on stderr.
 """
@@ -180,9 +180,46 @@ def _cmd_simulate(args) -> int:
 
 
 def _cmd_bench(args, rest: list[str]) -> int:
-    from svtjax import bench
+    """Runs ``benchmarks/harness.py`` of a source checkout: the timing tools are not part of the
+    package. The checkout's ``benchmarks/`` is looked for in ``$SVTJAX_BENCHMARKS``, next to
+    the package's source (an editable install or ``PYTHONPATH``), then in the current
+    directory."""
+    import importlib
+    import pathlib
 
-    return int(bench.main(rest) or 0)
+    import svtjax
+
+    del args
+
+    def is_harness(folder: pathlib.Path) -> bool:
+        try:
+            return "svtjax-bench/" in (folder / "harness.py").read_text()
+        except OSError:
+            return False
+
+    named = os.environ.get("SVTJAX_BENCHMARKS")
+    if named:
+        candidates = [pathlib.Path(named).expanduser().resolve()]
+        if not is_harness(candidates[0]):
+            raise UsageError(f"SVTJAX_BENCHMARKS={named} is not svtjax's benchmarks/ folder (no "
+                             "harness.py there); point it at the benchmarks/ of a checkout")
+    else:
+        candidates = [pathlib.Path(svtjax.__file__).resolve().parents[1] / "benchmarks",
+                      pathlib.Path.cwd().resolve() / "benchmarks"]
+    folder = next((c for c in candidates if is_harness(c)), None)
+    if folder is None:
+        raise UsageError("svtjax bench runs the benchmark harness of a source checkout "
+                         "(benchmarks/harness.py), which is not installed with the package: "
+                         "clone the svtjax repository and run svtjax bench from the checkout, or "
+                         "set SVTJAX_BENCHMARKS to its benchmarks/ folder")
+    root = str(folder.parent)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    harness = importlib.import_module("benchmarks.harness")
+    if pathlib.Path(harness.__file__).resolve().parent != folder:
+        raise UsageError(f"a different 'benchmarks' package is already imported "
+                         f"({harness.__file__}); run svtjax bench in a fresh process")
+    return int(harness.main(rest) or 0)
 
 
 def _default_out(name: str) -> str:
@@ -395,7 +432,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("audit", help="empirical privacy audits (options: svtjax audit --help)",
                    add_help=False)
-    sub.add_parser("bench", help="run the benchmark suite (options: svtjax bench --help)",
+    sub.add_parser("bench", help="run the benchmark suite of a source checkout (options: "
+                   "svtjax bench --help)",
                    add_help=False)
     return parser
 
