@@ -49,7 +49,7 @@ def measure(repeats: int) -> list:
     import jax.numpy as jnp
     from jax import lax
 
-    from svtjax.mechanisms import _svt_engine as engine
+    from svtjax.mechanisms import _engine as engine
     from svtjax.mechanisms.base import BLOCK, block_order, num_blocks, stream_key
 
     n_pad = num_blocks(N) * BLOCK
@@ -81,13 +81,13 @@ def measure(repeats: int) -> list:
             def run(orders):
                 def body(b, carry):
                     fy, acc = carry
-                    fy, items = kernel(fy, orders[b], b)
+                    fy, items = kernel(fy, orders[b], b * BLOCK)
                     return fy, acc + items.sum()
                 return lax.fori_loop(0, BLOCKS, body,
                                      (engine._shuffle_init(batch, n_pad), jnp.int32(0)))[1]
             return run
 
-        flat, indexed = (fisher_yates(engine._fisher_yates_block),
+        flat, indexed = (fisher_yates(engine.fisher_yates_block),
                          fisher_yates(engine._fisher_yates_block_2d))
         assert int(flat(orders)) == int(indexed(orders))  # same items
         timings = {

@@ -196,17 +196,8 @@ def peak_rss_bytes() -> int:
 
 
 def tune_allocator() -> Optional[bool]:
-    """svtjax's allocator tuning, called at start-up as the CLI does; returns whether it is on.
-
-    ``svtjax.tune_allocator()`` where svtjax has the explicit call; else (FALLBACK, to delete
-    once it exists) ``svtjax._malloc.tune_allocator()``, which importing svtjax already ran.
-    """
+    """``svtjax.tune_allocator()``, called at start-up as the CLI does; returns whether it is
+    on."""
     import svtjax
 
-    tune = getattr(svtjax, "tune_allocator", None)
-    if tune is None:
-        from svtjax import _malloc
-
-        tune = _malloc.tune_allocator
-    state = tune()
-    return None if state is None else bool(state)
+    return bool(svtjax.tune_allocator())

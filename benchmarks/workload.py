@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
 
@@ -119,58 +119,26 @@ def svt_s_scales(epsilon: float = EPSILON, c: int = C, sensitivity: float = 1.0
     return sensitivity / eps1, c * sensitivity / eps2
 
 
-def _registered_class(name: str) -> Optional[type]:
+def _registered_class(name: str) -> type:
     import svtjax
 
-    registry = getattr(svtjax.mechanisms, "registry", None)
-    if registry is None:
-        return None
-    return registry().get(name)
+    return svtjax.mechanisms.registry()[name]
 
 
 def mechanism_params(name: str, *, epsilon: float = EPSILON, c: int = C,
                      n: Optional[int] = None) -> dict:
-    """The parameters a registered mechanism runs with in the all-mechanisms table.
-
-    Uses the mechanism class's ``example_params(*, epsilon, c, n)`` hook when it has one, else
-    the fallback below.
-
-    Raises:
-      LookupError: a required parameter has no value (the mechanism is reported as skipped).
-    """
-    cls = _registered_class(name)
-    hook = getattr(cls, "example_params", None)
-    if hook is not None:
-        return dict(hook(epsilon=epsilon, c=c, n=n))
-    return _fallback_params(name, epsilon, c, n)
-
-
-def _fallback_params(name: str, epsilon: float, c: int, n: Optional[int]) -> dict:
-    """FALLBACK, to be deleted once every registered class has ``example_params``.
-
-    ε always; the cut-off ``c`` (or ``k`` for top-k selection) where the mechanism takes one;
-    ``monotonic=True`` and ``allocation="1:c^(2/3)"`` where it takes them (Zipf scores are
-    counts: monotonic queries). With the stream length ``n``: svt-exp's optimal correction uses
-    Liu'24's k = ⌊n/c⌋ (§6), and stagewise-svt gets Zhu-Wang'20's Gaussian noises calibrated to
-    (ε, δ = 10^-6) with k_max = n and Kairouz et al.'s composition (``"kov"``).
+    """The parameters a registered mechanism runs with in the all-mechanisms table: the class's
+    ``example_params(epsilon=, c=, n=)`` (ε, the cut-off c or k, and any required parameter),
+    plus this workload's choices where the mechanism takes them: ``monotonic=True`` (Zipf scores
+    are counts: monotonic queries) and ``allocation="1:c^(2/3)"``.
     """
     from svtjax.mechanisms import parameters
-    from svtjax.noise import Gaussian
 
+    params = dict(_registered_class(name).example_params(epsilon=epsilon, c=c, n=n))
     accepted = parameters(name)
-    values: dict[str, Any] = {"epsilon": epsilon, "c": c, "k": c, "monotonic": True,
-                              "allocation": "1:c^(2/3)"}
-    if n is not None and name == "svt-exp":
-        values["correction_k"] = max(1, n // c)
-    if n is not None and name == "stagewise-svt":
-        values.update(delta=1e-6, threshold_noise=Gaussian(1.0), query_noise=Gaussian(2.0),
-                      k_max=n, composition="kov")
-    params = {k: v for k, v in values.items() if k in accepted}
-    missing = [k for k, v in accepted.items() if isinstance(v, str) and v == "REQUIRED"
-               and k not in params]
-    if missing:
-        raise LookupError(f"the benchmark workload has no value for required parameter(s) "
-                          f"{missing}")
+    for key, value in (("monotonic", True), ("allocation", "1:c^(2/3)")):
+        if key in accepted and key not in params:
+            params[key] = value
     return params
 
 
