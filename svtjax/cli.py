@@ -11,6 +11,9 @@ Subcommands:
   bench      run the benchmark suite (``benchmarks/harness.py`` of a source checkout)
 
 Errors in the user's input end the command with exit status 2 and one line on stderr.
+
+Every subcommand takes ``--plugin MODULE_OR_FILE`` (repeatable): the module is imported first,
+so mechanisms it registers (``svtjax.mechanisms.register``) can be named like built-in ones.
 """
 
 from __future__ import annotations
@@ -438,12 +441,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _split_plugins(argv: list[str]) -> tuple[list[str], list[str]]:
+    """Removes every ``--plugin MODULE_OR_FILE`` (any subcommand, any position) from argv."""
+    rest, plugins = [], []
+    it = iter(argv)
+    for arg in it:
+        if arg == "--plugin":
+            value = next(it, None)
+            if value is None or value.startswith("-"):
+                raise UsageError("--plugin needs a module name or a .py file (a plugin that "
+                                 "registers mechanisms)")
+            plugins.append(value)
+        elif arg.startswith("--plugin="):
+            plugins.append(arg.split("=", 1)[1])
+        else:
+            rest.append(arg)
+    return rest, plugins
+
+
 def _one_line(err: BaseException) -> str:
     return " ".join(str(err).split())
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        argv, plugins = _split_plugins(argv)
+    except UsageError as err:
+        print(f"svtjax: error: {err}", file=sys.stderr)
+        return 2
     from svtjax import tune_allocator
 
     tune_allocator()  # a command owns its process: large buffers stay in the heap (_malloc)
@@ -454,6 +480,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             enable_compilation_cache()
         except OSError as err:  # an unwritable cache only costs compile time
             print(f"svtjax: compilation cache disabled ({err})", file=sys.stderr)
+    if plugins:
+        from svtjax import _plugins
+
+        try:
+            for entry in plugins:
+                _plugins.load(entry)
+        except _plugins.PluginError as err:
+            print(f"svtjax: error: {_one_line(err)}", file=sys.stderr)
+            return 2
     parser = build_parser()
     if argv and argv[0] in ("bench", "audit"):
         try:

@@ -394,7 +394,6 @@ def load_config(source: Any, *, metrics: Sequence[Metric] = (),
 
 def _load_plugins(raw: dict, base: Optional[pathlib.Path]) -> tuple[tuple, tuple]:
     """Imports ``[sweep] plugins``; returns the metrics and threshold rules they define."""
-    import importlib.util
 
     plugins = raw.get("sweep", {}).get("plugins", []) if isinstance(raw.get("sweep"), dict) \
         else []
@@ -403,32 +402,14 @@ def _load_plugins(raw: dict, base: Optional[pathlib.Path]) -> tuple[tuple, tuple
     if not isinstance(plugins, list) or not all(isinstance(x, str) and x for x in plugins):
         raise _fail(f"[sweep] plugins must be a list of module names or .py paths; got "
                     f"{plugins!r}")
+    from svtjax import _plugins
+
     metrics, rules = [], []
     for entry in plugins:
         try:
-            if entry.endswith(".py"):
-                path = pathlib.Path(entry)
-                if not path.is_absolute() and base is not None:
-                    path = base / path
-                name = "svtjax_plugin_" + hashlib.sha256(str(path.resolve()).encode()
-                                                         ).hexdigest()[:12]
-                module = sys.modules.get(name)
-                if module is None:
-                    spec = importlib.util.spec_from_file_location(name, path)
-                    if spec is None or spec.loader is None or not path.is_file():
-                        raise FileNotFoundError(f"no such file {str(path)!r}")
-                    module = importlib.util.module_from_spec(spec)
-                    sys.modules[name] = module
-                    try:
-                        spec.loader.exec_module(module)
-                    except BaseException:
-                        del sys.modules[name]
-                        raise
-            else:
-                module = importlib.import_module(entry)
-        except Exception as err:  # noqa: BLE001 - any failure of the plugin is the user's
-            raise _fail(f"[sweep] plugin {entry!r} cannot be imported: "
-                        f"{type(err).__name__}: {err}") from err
+            module = _plugins.load(entry, base)
+        except _plugins.PluginError as err:
+            raise _fail(f"[sweep] {err}") from err
         metrics += list(getattr(module, "SWEEP_METRICS", ()))
         rules += list(getattr(module, "SWEEP_THRESHOLD_RULES", ()))
     return tuple(metrics), tuple(rules)

@@ -28,16 +28,20 @@ from typing import Any, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
+from svtjax import _rng
 from svtjax._core import Draws, Outcome
 from svtjax._loops import compacting_block_loop
 from svtjax._types import Array, DTypeLike, Key
 from svtjax.mechanisms.base import (
     BLOCK,
+    _mulhi32,
     block_order,
     block_variates,
     num_blocks,
+    stream_id,
     stream_key,
     stream_order,
     stream_variates,
@@ -118,22 +122,65 @@ class _Source(NamedTuple):
 
 
 def _lazy_block(mech, lay: _Layout, keys: dict, k, j, dtype) -> dict:
-    """Standard variates of processing block j of pass k, for every stream: name -> [B, W]."""
+    """Standard variates of processing block j of pass k, for every stream: name -> [B, W].
+
+    ``keys``: stream name -> the batch's stream keys, as raw Threefry key data uint32[B, 2]
+    (drawn with the unrolled Threefry of ``svtjax._rng``: the same numbers as ``jax.random``,
+    fused into one kernel) or as typed keys (any other key implementation: ``jax.random``)."""
     out = {}
     first = k * lay.nb + j * lay.per
+    sub = jnp.arange(lay.per, dtype=jnp.uint32)
     for name, family in _families(mech.streams()).items():
+        fast = _rng.fast_standard(family)
+        skeys = keys[name]
+        if fast is not None and skeys.dtype == jnp.uint32:
+            kd = _rng.fold_in(skeys[:, None, :], (first + sub).astype(jnp.uint32)[None, :])
+            out[name] = fast(kd, BLOCK, dtype).reshape(skeys.shape[0], lay.width)
+            continue
+        if skeys.dtype == jnp.uint32:
+            skeys = jax.random.wrap_key_data(skeys)
+
         def one(skey, family=family):
             blocks = jax.vmap(lambda s: block_variates(skey, first + s, family.standard, dtype))(
                 jnp.arange(lay.per))
             return blocks.reshape(-1)
-        out[name] = jax.vmap(one)(keys[name])
+        out[name] = jax.vmap(one)(skeys)
     if "order" in keys:
-        def order(skey):
-            blocks = jax.vmap(lambda s: block_order(skey, j * lay.per + s, lay.n))(
-                jnp.arange(lay.per))
-            return blocks.reshape(-1)
-        out["order"] = jax.vmap(order)(keys["order"])
+        okeys = keys["order"]
+        if okeys.dtype == jnp.uint32:
+            out["order"] = fast_block_order(okeys, j * lay.per + sub.astype(jnp.int32),
+                                            lay.n).reshape(okeys.shape[0], lay.width)
+        else:
+            def order(skey):
+                blocks = jax.vmap(lambda s: block_order(skey, j * lay.per + s, lay.n))(
+                    jnp.arange(lay.per))
+                return blocks.reshape(-1)
+            out["order"] = jax.vmap(order)(okeys)
     return out
+
+
+def fast_block_order(kd: Array, b: Array, n: int) -> Array:
+    """:func:`svtjax.mechanisms.base.block_order` for raw stream keys ``kd`` uint32[B, 2] and
+    block indices ``b`` int32[m]: int32[B, m, BLOCK], the same numbers (Lemire's method on
+    ``jax.random.bits``' words, a rejected word redrawn from ``fold_in(block key, r)``)."""
+    bkd = _rng.fold_in(kd[:, None, :], b.astype(jnp.uint32)[None, :])  # [B, m, 2]
+    pos = b[None, :, None] * BLOCK + jnp.arange(BLOCK, dtype=jnp.int32)
+    span = jnp.maximum(n - pos, 1).astype(jnp.uint32)
+    floor = (jnp.uint32(0) - span) % span
+
+    def attempt(key_data):
+        high, low = _mulhi32(_rng.random_bits(key_data, BLOCK), span)
+        return high, low < floor
+
+    def redraw(carry):
+        r, value, rejected = carry
+        high, again = attempt(_rng.fold_in(bkd, r.astype(jnp.uint32)))
+        return r + 1, jnp.where(rejected, high, value), rejected & again
+
+    value, rejected = attempt(bkd)
+    _, value, _ = lax.while_loop(lambda c: jnp.any(c[2]), redraw, (jnp.int32(1), value, rejected))
+    j = pos + value.astype(jnp.int32)
+    return jnp.where(pos < n, j, pos)
 
 
 def _pad_last(x: Array, size: int, fill=0) -> Array:
@@ -466,8 +513,12 @@ def run_keys(mech, keys: Key, q: Array, t: Array, *, shuffle: bool,
     lay = _layout(mech, q.shape[0])
     z0 = {name: jax.vmap(lambda k, f=family: f.standard(stream_key(k, name), (), dtype))(keys)
           for name, family in _families(mech.initial_streams()).items()}
-    skeys = {name: jax.vmap(lambda k, s=name: stream_key(k, s))(keys)
-             for name in list(mech.streams()) + (["order"] if shuffle else [])}
+    names = list(mech.streams()) + (["order"] if shuffle else [])
+    kd = _rng.key_data(keys)
+    if kd is not None:  # raw Threefry keys: the unrolled sampler (svtjax._rng)
+        skeys = {name: _rng.fold_in(kd, np.uint32(stream_id(name))) for name in names}
+    else:
+        skeys = {name: jax.vmap(lambda k, s=name: stream_key(k, s))(keys) for name in names}
     get_block = lambda src, k, j: _lazy_block(mech, lay, src, k, j, dtype)  # noqa: E731
     return _loop(mech, lay, keys.shape[0], z0, skeys, get_block, q, t, offsets, shuffle,
                  vectorized)
