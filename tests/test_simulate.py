@@ -84,15 +84,15 @@ def test_sharded_over_four_cpu_devices_is_bit_identical(tmp_path):
 
 def test_sweep_of_20_epsilons_by_3_cutoffs_compiles_once():
     q = 50.0 / np.arange(1, 38)  # a shape no other test uses: the first call compiles
-    before = simulate_module._run_chunk._cache_size()
+    before = simulate_module.run_chunk._cache_size()
     for c in (1, 3, 5):  # c is a traced leaf, like epsilon
         for eps in np.linspace(0.1, 2.0, 20):
             mech = svtjax.get("svt-s", epsilon=float(eps), c=c, monotonic=True)
             svtjax.simulate(mech, q, 5.0, trials=20)
-    assert simulate_module._run_chunk._cache_size() - before == 1
+    assert simulate_module.run_chunk._cache_size() - before == 1
     # a structural change (monotonic) does compile again
     svtjax.simulate(svtjax.get("svt-s", epsilon=0.5, c=3), q, 5.0, trials=20)
-    assert simulate_module._run_chunk._cache_size() - before == 2
+    assert simulate_module.run_chunk._cache_size() - before == 2
 
 
 def test_vmap_over_a_stacked_batch_of_mechanisms():

@@ -39,10 +39,10 @@ SIMULATE_ERRORS = [
 def test_simulate_rejects_bad_input_before_compiling(label, override, exc, message):
     args = dict(mech=_mech(), queries=Q, thresholds=1.0, trials=10)
     args.update(override)
-    before = sim._run_chunk._cache_size()
+    before = sim.run_chunk._cache_size()
     with pytest.raises(exc, match=message):
         svtjax.simulate(args.pop("mech"), args.pop("queries"), args.pop("thresholds"), **args)
-    assert sim._run_chunk._cache_size() == before
+    assert sim.run_chunk._cache_size() == before
 
 
 MECHANISM_ERRORS = [
