@@ -354,7 +354,7 @@ def test_input_errors():
 
 
 def test_no_retrace_across_noise_scales():
-    from svtjax.mechanisms.classic import _call_jit
+    from svtjax.mechanisms.rules import _call_jit
 
     q = np.zeros(100)
     key = jax.random.key(0)
