@@ -483,24 +483,19 @@ def _loop(mech, lay: _Layout, batch: int, z0: dict, work_src, get_block, q, t, o
 
 
 def _finish(mech, lay: _Layout, rows: _Rows, dtype) -> Outcome:
+    """The batch's compact Outcome: answers, and only the fields the answers do not determine
+    (items of a shuffled run, released values, per-position costs); see ``Outcome.compact``."""
     length = lay.length
 
     def trim(x):  # [batch, max(L, W)] -> [batch, L]
-        return x if x.shape[1] == length else x[:, :length]
+        return None if x is None else (x if x.shape[1] == length else x[:, :length])
 
     answers = trim(rows.answers)
-    evaluated = answers >= 0
-    if rows.items is None:
-        position = jnp.tile(jnp.arange(lay.n, dtype=jnp.int32), lay.passes)
-        items = jnp.where(evaluated, position, jnp.int32(-1))
-    else:
-        items = trim(rows.items)
-    values = jnp.full(answers.shape, jnp.nan, dtype) if rows.values is None else trim(rows.values)
+    top_cost = None
     if rows.cost is None:
-        cost = jnp.where(answers == 1, jnp.asarray(mech.top_cost(), dtype), jnp.zeros((), dtype))
-    else:
-        cost = trim(rows.cost)
-    return Outcome(answers, items, values, cost)
+        top_cost = jnp.broadcast_to(jnp.asarray(mech.top_cost(), dtype), answers.shape[:1])
+    return Outcome.compact(answers, n=lay.n, dtype=dtype, items=trim(rows.items),
+                           values=trim(rows.values), cost=trim(rows.cost), top_cost=top_cost)
 
 
 def run_keys(mech, keys: Key, q: Array, t: Array, *, shuffle: bool,
