@@ -138,7 +138,7 @@ class TrialContext(NamedTuple):
 
 
 def _one_point(mech, queries, thresholds, root, start, reduce, extra, *, chunk, shuffle,
-               num_devices, rule, mode, trials):
+               num_devices, rule, mode, trials, width):
     idx = start + jnp.arange(chunk)
     if num_devices > 1:
         idx = jax.lax.with_sharding_constraint(
@@ -154,7 +154,8 @@ def _one_point(mech, queries, thresholds, root, start, reduce, extra, *, chunk, 
         offsets = jax.vmap(lambda a: draw(jax.random.fold_in(a, 0), desc, extra[c]))(
             aux).astype(queries.dtype)
         per_trial_t = offsets
-    out = mech.run_batch(keys, queries, thresholds, shuffle=shuffle, offsets=offsets)
+    out = mech.run_batch(keys, queries, thresholds, shuffle=shuffle, offsets=offsets,
+                         width=width)
     if mode == "outcome":
         return out
     ctx = TrialContext(idx, per_trial_t, jax.vmap(lambda a: jax.random.fold_in(a, 1))(aux),
@@ -173,10 +174,10 @@ def _one_point(mech, queries, thresholds, root, start, reduce, extra, *, chunk, 
 
 
 @functools.partial(jax.jit, static_argnames=("chunk", "shuffle", "num_devices", "rule", "mode",
-                                             "points"))
+                                             "points", "width"))
 def run_chunk(mech, queries, thresholds, root, start, trials, reduce=None, extra=None, *,
               chunk: int, shuffle: bool, num_devices: int = 1, rule=None, mode: str = "outcome",
-              points: int = 0):
+              points: int = 0, width: Optional[int] = None):
     """The compiled chunk: trials ``start .. start + chunk − 1`` of one mechanism (or of a batch
     of ``points`` mechanisms, stacked along a leading axis with their roots, thresholds and
     ``extra``, vmapped).
@@ -196,9 +197,11 @@ def run_chunk(mech, queries, thresholds, root, start, trials, reduce=None, extra
       mode: ``"outcome"`` (the Outcomes), ``"values"`` (``reduce``'s per-trial values) or
         ``"sum"`` (their sum over the run's trials).
       points: 0 for one mechanism, else the number of stacked mechanisms.
+      width: the engine's positions per loop iteration (static; None: the platform's
+        ``svtjax.mechanisms._engine.BLOCK_WIDTH``, read when the chunk is first traced).
     """
     fn = functools.partial(_one_point, chunk=chunk, shuffle=shuffle, num_devices=num_devices,
-                           rule=rule, mode=mode, trials=trials)
+                           rule=rule, mode=mode, trials=trials, width=width)
     if points == 0:
         return fn(mech, queries, thresholds, root, start, reduce, extra)
     return jax.vmap(lambda m, t, r, e: fn(m, queries, t, r, start, reduce, e))(
@@ -294,8 +297,10 @@ def simulate(mech: Mechanism, queries, thresholds, *, trials: int, seed: int = 0
         if not isinstance(reduce, jax.tree_util.Partial):
             reduce = jax.tree_util.Partial(reduce)
         wrapped = jax.tree_util.Partial(_ignore_context, reduce)
+    from svtjax.mechanisms._engine import block_width
+
     run = functools.partial(run_chunk, chunk=chunk, shuffle=shuffle, num_devices=num_devices,
-                            mode="outcome" if reduce is None else "sum")
+                            mode="outcome" if reduce is None else "sum", width=block_width(n))
     starts = range(0, num_chunks * chunk, chunk)
     if progress is None:
         progress = num_chunks > 1 and sys.stderr.isatty()

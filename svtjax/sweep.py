@@ -1007,6 +1007,7 @@ def run(config: Any, out: Optional[str | os.PathLike] = None, *, resume: bool = 
     import jax
     import jax.numpy as jnp
 
+    from svtjax.mechanisms._engine import block_width
     from svtjax.simulate import run_chunk, seed_key
 
     start_time = time.perf_counter()
@@ -1084,7 +1085,7 @@ def run(config: Any, out: Optional[str | os.PathLike] = None, *, resume: bool = 
             run = functools.partial(
                 run_chunk, chunk=chunk, shuffle=config.shuffle, num_devices=ndev,
                 rule=None if rule is None else (rule.draw, "c"), mode="values",
-                points=0 if pb == 1 else pb)
+                points=0 if pb == 1 else pb, width=block_width(n))
             for b0 in range(0, len(members), pb):
                 batch = members[b0:b0 + pb]
                 padded = batch + [batch[-1]] * (pb - len(batch))

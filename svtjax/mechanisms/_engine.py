@@ -53,10 +53,20 @@ __all__ = ["draw", "run_keys", "run_draws", "block_width", "working_bytes"]
 
 # -- layout ---------------------------------------------------------------------------------------
 
+BLOCK_WIDTH = {"cpu": 64, "gpu": 256, "cuda": 256, "rocm": 256, "tpu": 256}
+"""Positions per loop iteration of the engine, per platform (a multiple of BLOCK; never wider
+than the stream). It never changes a number (the random streams are keyed in blocks of BLOCK
+whatever the width), only how much a trial that halts mid-block overshoots against how many
+loop iterations the batch pays for. Measured: ``benchmarks/bench_block_width.py`` (records in
+``benchmarks/results/``)."""
+
+
 def block_width(n: int, platform: Optional[str] = None) -> int:
-    """Positions per loop iteration (a multiple of BLOCK). It never changes a number."""
-    del n, platform
-    return BLOCK
+    """Positions per loop iteration on ``platform`` (default: JAX's default backend)."""
+    if platform is None:
+        platform = jax.default_backend()
+    width = BLOCK_WIDTH.get(platform, BLOCK_WIDTH["gpu"])
+    return max(BLOCK, min(width, BLOCK * num_blocks(n)))
 
 
 class _Layout(NamedTuple):
@@ -77,8 +87,10 @@ class _Layout(NamedTuple):
         return max(self.length, self.width)
 
 
-def _layout(mech, n: int) -> _Layout:
-    width = block_width(n)
+def _layout(mech, n: int, width: Optional[int] = None) -> _Layout:
+    width = block_width(n) if not width else max(BLOCK, min(int(width), BLOCK * num_blocks(n)))
+    if width % BLOCK:
+        raise ValueError(f"the block width must be a multiple of {BLOCK}; got {width}")
     nb = num_blocks(n)
     per = width // BLOCK
     npb = -(-nb // per)
@@ -499,13 +511,15 @@ def _finish(mech, lay: _Layout, rows: _Rows, dtype) -> Outcome:
 
 
 def run_keys(mech, keys: Key, q: Array, t: Array, *, shuffle: bool,
-             offsets: Optional[Array] = None, vectorized: bool = True) -> Outcome:
+             offsets: Optional[Array] = None, vectorized: bool = True,
+             width: Optional[int] = None) -> Outcome:
     """A batch of trials (leading axis of ``keys``), drawing noise block by block.
 
     ``offsets`` (float[batch], optional) are added to every threshold of a trial (per-trial
-    thresholds, e.g. Ding et al.'s rule)."""
+    thresholds, e.g. Ding et al.'s rule); ``width`` the positions per loop iteration (default:
+    :func:`block_width` of the platform)."""
     dtype = q.dtype
-    lay = _layout(mech, q.shape[0])
+    lay = _layout(mech, q.shape[0], width)
     z0 = {name: jax.vmap(lambda k, f=family: f.standard(stream_key(k, name), (), dtype))(keys)
           for name, family in _families(mech.initial_streams()).items()}
     names = list(mech.streams()) + (["order"] if shuffle else [])
@@ -534,12 +548,14 @@ def run_draws(mech, draws: Draws, q: Array, t: Array, *, vectorized: bool = True
 
 
 def working_bytes(mech, n: int, itemsize: int, shuffle: bool) -> int:
-    """Working memory of one trial of a chunk: the Outcome (answers int8, items int32, values
-    and cost floats per position), the rows gathered when finished trials are compacted away
-    (at most 1/8 of the batch), one block of draws and, shuffled, the permutation."""
+    """Working memory of one trial of a chunk: the buffers of its compact Outcome (answers
+    int8; items int32 when shuffled or retraversed; values and costs when the rule writes
+    them), the rows gathered when finished trials are compacted away (at most 1/8 of the
+    batch), one block of draws and, shuffled, the permutation."""
     lay = _layout(mech, n)
     length = max(lay.length, lay.width)
-    outputs = 1 + 4 + 2 * itemsize
+    outputs = 1 + (4 if shuffle or lay.passes > 1 else 0) + \
+        (itemsize if mech.has_values() else 0) + (itemsize if mech.per_position_cost else 0)
     perm = jnp.dtype(perm_dtype(lay.n_pad)).itemsize * lay.n_pad if shuffle else 0
     streams = max(1, len(mech.streams()))
     return length * outputs * 9 // 8 + perm + 4 * streams * lay.width * itemsize

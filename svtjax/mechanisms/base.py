@@ -154,7 +154,9 @@ class Mechanism:
         raise NotImplementedError
 
     def run_batch(self, keys: Key, queries: Array, thresholds: Array, *, shuffle: bool,
-                  offsets: Optional[Array] = None) -> Outcome:
+                  offsets: Optional[Array] = None, width: Optional[int] = None) -> Outcome:
+        """A batch of trials (leading axis of ``keys``); ``offsets`` (float[batch]) are added to
+        every threshold of a trial; ``width`` is the engine's positions per loop iteration."""
         raise NotImplementedError
 
     def privacy(self):

@@ -184,6 +184,11 @@ class ThresholdMechanism(Mechanism):
     def stream_length(self, n: int) -> int:
         return n * self.passes()
 
+    def working_bytes(self, n: int, itemsize: int, shuffle: bool) -> int:
+        from svtjax.mechanisms import _engine
+
+        return _engine.working_bytes(self, n, itemsize, shuffle)
+
     # -- the contract, for every rule ------------------------------------------------------------
     def draw(self, key: Key, n: int, *, shuffle: bool = False, dtype: DTypeLike = None) -> Draws:
         """Every random number one trial on ``n`` queries may use (standard variates)."""
@@ -208,12 +213,14 @@ class ThresholdMechanism(Mechanism):
         return _call_jit(self, key, q, t)
 
     def run_batch(self, keys: Key, queries: Array, thresholds: Array, *, shuffle: bool,
-                  offsets: Optional[Array] = None, vectorized: bool = True) -> Outcome:
-        """A batch of trials (leading axis of ``keys``), traced inside ``simulate``'s chunk."""
+                  offsets: Optional[Array] = None, vectorized: bool = True,
+                  width: Optional[int] = None) -> Outcome:
+        """A batch of trials (leading axis of ``keys``), traced inside ``simulate``'s chunk;
+        ``width`` positions per engine iteration (None: the platform's default)."""
         from svtjax.mechanisms import _engine
 
         return _engine.run_keys(self, keys, queries, thresholds, shuffle=shuffle,
-                                offsets=offsets, vectorized=vectorized)
+                                offsets=offsets, vectorized=vectorized, width=width)
 
 
 def _default_float(dtype) -> Any:

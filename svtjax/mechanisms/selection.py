@@ -165,10 +165,10 @@ class SelectionMechanism(Mechanism):
         return _call_jit(self, key, q)
 
     def run_batch(self, keys, queries, thresholds, *, shuffle: bool, offsets=None,
-                  vectorized: bool = True) -> Outcome:
-        """A batch of trials; ``thresholds``, ``offsets`` and ``shuffle`` are ignored (module
-        docstring)."""
-        del thresholds, shuffle, offsets
+                  vectorized: bool = True, width=None) -> Outcome:
+        """A batch of trials; ``thresholds``, ``offsets``, ``shuffle`` and ``width`` are ignored
+        (module docstring)."""
+        del thresholds, shuffle, offsets, width
         return jax.vmap(lambda key: _trial(self, key, queries, vectorized))(keys)
 
     def working_bytes(self, n: int, itemsize: int, shuffle: bool) -> int:
