@@ -82,10 +82,13 @@ def outcome_bytes(mech: Mechanism, n: int, trials: int, itemsize: int) -> int:
 
 
 def plan_chunk(trials: int, per_trial: int, budget: float, *, multiple: int = 1) -> int:
-    """Trials per compiled chunk: the largest number whose working set (``per_trial`` bytes
-    each) fits ``budget``, balanced over the chunks so that little padding is computed, rounded
-    up to a multiple of ``multiple`` (the devices sharing a chunk; a sweep's merge block)."""
-    largest = max(1, min(trials, int(budget // max(per_trial, 1))))
+    """Trials per compiled chunk: a multiple of ``multiple`` (the devices sharing a chunk; a
+    sweep's merge block) whose working set (``per_trial`` bytes each) fits ``budget`` — unless
+    even ``multiple`` trials do not —, balanced over the chunks so that little padding is
+    computed."""
+    slots = max(1, int(budget // max(per_trial, 1)))
+    whole = math.ceil(trials / multiple) * multiple  # every trial in one chunk
+    largest = max(multiple, (min(whole, slots) // multiple) * multiple)
     balanced = math.ceil(trials / math.ceil(trials / largest))  # equal chunks, little padding
     return int(math.ceil(balanced / multiple) * multiple)
 

@@ -831,8 +831,7 @@ def plan(num_points: int, trials: int, per_trial: int, budget_bytes: float,
     if trials <= BLOCK_TRIALS:
         chunk = -(-trials // 8) * 8
     else:
-        chunk = plan_chunk(trials, per_trial, max(budget_bytes, BLOCK_TRIALS * per_trial),
-                           multiple=BLOCK_TRIALS)
+        chunk = plan_chunk(trials, per_trial, budget_bytes, multiple=BLOCK_TRIALS)
     points = max(1, min(points_per_batch, num_points, slots // chunk))
     return points, chunk
 
