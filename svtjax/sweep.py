@@ -722,25 +722,26 @@ def _per_trial(out, scores, c, *, k: int, metrics: tuple, own: tuple = (),
     """float[len(metrics), trials]: per-trial metric values of a batch of Outcomes."""
     import jax.numpy as jnp
 
-    import svtjax
     from svtjax import metrics as M
 
-    picks = svtjax.selected(out, k)
+    del k  # the metrics read the Outcome directly (no picks array of a static width)
     dtype = scores.dtype
-    every = M.evaluate(picks, scores, c) if any(m in M.METRICS for m in metrics) else {}
+    length = out.answers.shape[-1]
+    single_pass = length == scores.shape[0]
+    needs = any(m in M.METRICS or m == "picks" or (m == "evaluated" and single_pass)
+                for m in metrics)
+    every = M.evaluate_outcome(out, scores, c) if needs else {}
     rows = []
     own = {m.name: m for m in own}
     for m in metrics:
         if m in own:
             rows.append(jnp.broadcast_to(own[m].fn(out, scores, c, ctx),
                                          out.answers.shape[:1]).astype(dtype))
-        elif m in M.METRICS:
+        elif m in M.METRICS or m == "picks":
             rows.append(every[m].astype(dtype))
-        elif m == "picks":
-            valid = picks >= 0
-            rows.append(jnp.minimum(jnp.sum(valid, axis=-1), c).astype(dtype))
-        elif m == "evaluated":
-            rows.append(jnp.mean(out.answers >= 0, axis=-1).astype(dtype))
+        elif m == "evaluated":  # a single-pass trial evaluates the prefix up to its halt
+            rows.append(every[m].astype(dtype) / length if single_pass else
+                        jnp.mean(out.answers >= 0, axis=-1).astype(dtype))
         elif m == "cost":
             rows.append(jnp.sum(out.cost, axis=-1).astype(dtype))
     return jnp.stack(rows)
