@@ -335,6 +335,10 @@ def _cmd_sweep(args) -> int:
     _init_distributed(args)
     import jax
 
+    available = len(jax.local_devices())
+    if args.num_devices is not None and args.num_devices > available:
+        raise UsageError(f"--num-devices must be at most the {available} local device(s); got "
+                         f"{args.num_devices}")
     if not args.json and jax.process_index() == 0:
         npts = len(sweep.expand(config))
         _log(f"svtjax sweep {config.name}: {npts} points x {config.trials} trials on "

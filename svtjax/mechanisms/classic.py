@@ -386,7 +386,7 @@ def explicit_split(mech, allocation, extra: float) -> None:
     if mech.epsilon is None:
         object.__setattr__(mech, "epsilon", total)
     elif not math.isclose(float(mech.epsilon), total, rel_tol=1e-12):
-        what = "eps1 + eps2 + eps3" if extra else "eps1 + eps2"
+        what = "eps1 + eps2 + eps3" if hasattr(mech, "eps3") else "eps1 + eps2"
         raise ValueError(f"epsilon ({mech.epsilon}) must equal {what} ({total}) when "
                          "allocation is an explicit pair")
     object.__setattr__(mech, "_split", (e1, e2))

@@ -355,8 +355,7 @@ class ReportNoisyMax(SelectionMechanism):
     name = "report-noisy-max"
 
     def __post_init__(self):
-        if not isinstance(self.noise, str) or self.noise not in NOISES:
-            raise ValueError(f"noise must be one of {sorted(NOISES)}; got {self.noise!r}")
+        _validate.one_of("noise", self.noise, tuple(NOISES))
         self._check_common()
 
     @property
