@@ -339,6 +339,10 @@ def _cmd_sweep(args) -> int:
     if args.num_devices is not None and args.num_devices > available:
         raise UsageError(f"--num-devices must be at most the {available} local device(s); got "
                          f"{args.num_devices}")
+    if jax.process_index() == 0:  # a live sweep on OUT: refused before the header
+        probe = sweep._OutputLock(out)
+        probe.acquire()
+        probe.release()
     if not args.json and jax.process_index() == 0:
         npts = len(sweep.expand(config))
         _log(f"svtjax sweep {config.name}: {npts} points x {config.trials} trials on "
