@@ -1282,18 +1282,18 @@ def _point_record_path(out: pathlib.Path, pid: str) -> pathlib.Path:
 
 
 def _atomic_write(path: pathlib.Path, write: Callable[[Any], None], *,
-                  binary: bool = False) -> None:
+                  to_path: bool = False) -> None:
     """Writes ``path`` through a temporary file of a unique name in the same directory (host,
     pid and a random token: unique across the threads, processes and hosts that share the
     directory), then renames it into place (``os.replace``, atomic on POSIX): a reader sees the
-    old file or the new one, never a mix, and two writers never share a temporary file."""
+    old file or the new one, never a mix, and two writers never share a temporary file.
+    ``write`` gets the open text file, or with ``to_path`` the temporary path to create."""
     path.parent.mkdir(parents=True, exist_ok=True)
     token = f"{socket.gethostname()}.{os.getpid()}.{uuid.uuid4().hex[:12]}"
     tmp = path.with_name(f".{path.name}.{token}.tmp")
     try:
-        if binary:
-            with open(tmp, "xb") as f:
-                write(f)
+        if to_path:
+            write(str(tmp))
         else:
             with open(tmp, "x", encoding="utf-8", newline="") as f:
                 write(f)
@@ -1609,8 +1609,8 @@ def _write_outputs(config, rows, outdir: pathlib.Path, info: dict) -> list[str]:
         numeric = _NUMERIC | {_quantile_column(q) for q in config.quantiles}
         table = pa.Table.from_pylist([{k: (str(v) if k not in numeric else v)
                                        for k, v in r.items()} for r in rows])
-        _atomic_write(outdir / "results.parquet", lambda f: pq.write_table(table, f),
-                      binary=True)
+        _atomic_write(outdir / "results.parquet", lambda tmp: pq.write_table(table, tmp),
+                      to_path=True)
         files.append(str(outdir / "results.parquet"))
     except ImportError:
         pass

@@ -641,3 +641,30 @@ def test_largest_seed_and_plot_axes():
     assert sweep.plot_axes(config) == ("c", "ser")
     assert sweep.plot_axes(config, "epsilon", "picks") == ("epsilon", "picks")
     assert len({p.seed(config) for p in sweep.expand(config)}) == 12
+
+
+def test_parquet_is_written_through_a_temporary_file(tmp_path, monkeypatch):
+    """results.parquet (with pyarrow) goes through a unique temporary path and a rename like the
+    other files; a stand-in pyarrow records the path it is asked to write."""
+    import types
+
+    written = []
+    pa = types.ModuleType("pyarrow")
+    pa.Table = types.SimpleNamespace(from_pylist=lambda rows: rows)
+    pq = types.ModuleType("pyarrow.parquet")
+
+    def write_table(table, where):
+        written.append(pathlib.Path(where))
+        pathlib.Path(where).write_text(json.dumps(table))
+
+    pq.write_table = write_table
+    pa.parquet = pq
+    monkeypatch.setitem(sys.modules, "pyarrow", pa)
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", pq)
+    config = sweep.load_config(_config())
+    rows = [{"dataset": "d", "label": "x", "metric": "f1", "mean": 0.5}]
+    files = sweep._write_outputs(config, rows, tmp_path, {})
+    assert str(tmp_path / "results.parquet") in files
+    assert written[0].parent == tmp_path and written[0].name.startswith(".results.parquet.")
+    assert written[0].name.endswith(".tmp") and not written[0].exists()
+    assert json.loads((tmp_path / "results.parquet").read_text()) == rows
