@@ -126,9 +126,10 @@ def test_reproduce_all_passes_options_to_every_experiment(monkeypatch, tmp_path,
         monkeypatch.setitem(sys.modules, module.__name__, module)
     monkeypatch.setattr(experiments, "EXPERIMENTS", {
         "fake_a": "fake_experiments.fake_a", "fake_b": "fake_experiments.fake_b"})
-    assert cli.main(["reproduce", "fake_a", "--quick", "--trials", "7", "--out", "d",
+    out = str(tmp_path / "d")
+    assert cli.main(["reproduce", "fake_a", "--quick", "--trials", "7", "--out", out,
                      "--datasets", "zipf"]) == 0
-    assert calls == [("fake_a", ["--quick", "--trials", "7", "--out", "d", "--datasets",
+    assert calls == [("fake_a", ["--quick", "--trials", "7", "--out", out, "--datasets",
                                  "zipf"])]
     calls.clear()
     assert cli.main(["reproduce", "all", "--paper", "--out", str(tmp_path)]) == 1
