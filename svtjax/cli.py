@@ -10,7 +10,10 @@ Subcommands:
   audit      empirical privacy audits (``svtjax.audit``)
   bench      run the benchmark suite (``benchmarks/harness.py`` of a source checkout)
 
-Errors in the user's input end the command with exit status 2 and one line on stderr.
+Errors in the user's input (and file-system errors) end the command with exit status 2 and one
+line on stderr, checked before anything compiles or any header is printed; Ctrl-C ends it with
+exit status 130 and one line (for a sweep: the points saved and the command that resumes).
+Progress lines go to stderr; stdout holds the table or the JSON.
 
 Every subcommand takes ``--plugin MODULE_OR_FILE`` (repeatable): the module is imported first,
 so mechanisms it registers (``svtjax.mechanisms.register``) can be named like built-in ones.

@@ -89,7 +89,14 @@ Output (``out`` directory): ``results.csv`` (tidy: one row per point × metric w
 standard error, 95% interval, trials, seconds), ``results.parquet`` when pyarrow is installed,
 ``results.json`` (the full config, package versions, devices, timing) and ``points/`` (one JSON
 per finished point, named by a content hash of the point and the code version: rerunning an
-interrupted sweep recomputes only the missing points).
+interrupted sweep recomputes only the missing points). Every file is written under a unique
+temporary name and renamed into place; one live sweep at a time writes to a directory (a lock,
+``LOCK_FILE``, that dies with its process; a second sweep gets :class:`SweepLockedError`);
+Ctrl-C raises :class:`SweepInterrupted` with the number of points saved.
+
+Everything a config can get wrong is checked when it is loaded, before anything compiles:
+names (with a "did you mean"), ranges, values listed twice, numbers the ``dtype`` cannot hold,
+``[plot]`` axes (:func:`plot_axes`), and the datasets themselves (loaded; c against their size).
 """
 
 from __future__ import annotations
