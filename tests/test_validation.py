@@ -156,15 +156,19 @@ def test_seeds_cover_0_to_2_64_without_aliasing():
     assert sim.SEED_RANGE == (0, 2**64)
 
 
-def test_full_outcomes_larger_than_memory_are_refused_before_compiling():
+def test_full_outcomes_larger_than_memory_are_refused_before_compiling(monkeypatch):
     """Issue 20, item 4: ``simulate`` without ``reduce`` refuses an Outcome that cannot fit in
-    the machine's memory, naming its size and suggesting ``reduce=``, before compiling."""
+    the machine's memory, naming its size and suggesting ``reduce=``, before compiling (10^9
+    trials x 10 positions take 196 GiB in float64; the machine is taken to have 64 GiB so
+    that the test does not depend on where it runs)."""
+    monkeypatch.setattr(sim, "_physical_memory", lambda: 64 * 2**30)
     before = sim.run_chunk._cache_size()
     with pytest.raises(ValueError) as err:
         svtjax.simulate(svtjax.get("svt-s", epsilon=1.0, c=3), np.arange(10.0), 4.5,
                         trials=10**9)
     text = str(err.value)
-    assert "GiB" in text and "reduce=" in text and "10 positions" in text and "\n" not in text
+    assert "195.6 GiB, more than this machine's 64.0 GiB" in text and "reduce=" in text
+    assert "10 positions" in text and "\n" not in text
     assert sim.run_chunk._cache_size() == before
 
 
