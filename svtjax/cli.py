@@ -235,7 +235,8 @@ def _cmd_simulate(args) -> int:
 
         print(format_table(rows))
         print("F1 is shown with a 95% interval (±1.96 standard errors); 'evaluated' is the "
-              f"fraction of the stream read before halting. Privacy (--json): {SCOPE}.")
+              f"fraction of the stream read before halting. The privacy column of --json is "
+              f"{SCOPE}.")
     return 0
 
 

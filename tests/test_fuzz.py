@@ -12,12 +12,14 @@ compiles nothing (the CLI examples run the sweep driver on a stand-in for the co
 which returns per-trial metric values without tracing anything).
 """
 
+import atexit
 import contextlib
 import importlib
 import io
 import math
 import os
 import pathlib
+import shutil
 import tempfile
 
 import hypothesis.extra.numpy as hnp
@@ -176,6 +178,7 @@ BASE = {"sweep": {"name": '"fuzz"', "trials": "4", "datasets": '[{ name = "zipf"
         "mechanisms": {"name": '"svt-s"', "monotonic": "true"},
         "plot": {}}
 FUZZ_DIR = pathlib.Path(tempfile.mkdtemp(prefix="svtjax-fuzz-"))
+atexit.register(shutil.rmtree, FUZZ_DIR, ignore_errors=True)
 
 
 def _render(tables: dict, junk: str) -> str:
