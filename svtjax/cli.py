@@ -10,7 +10,10 @@ Subcommands:
   audit      empirical privacy audits (``svtjax.audit``)
   bench      run the benchmark suite (``benchmarks/harness.py`` of a source checkout)
 
-Errors in the user's input end the command with exit status 2 and one line on stderr.
+Errors in the user's input (and file-system errors) end the command with exit status 2 and one
+line on stderr, checked before anything compiles or any header is printed; Ctrl-C ends it with
+exit status 130 and one line (for a sweep: the points saved and the command that resumes).
+Progress lines go to stderr; stdout holds the table or the JSON.
 
 Every subcommand takes ``--plugin MODULE_OR_FILE`` (repeatable): the module is imported first,
 so mechanisms it registers (``svtjax.mechanisms.register``) can be named like built-in ones.
@@ -36,6 +39,48 @@ REPORTED = ("f1", "precision", "recall", "ser", "ncr")
 
 class UsageError(Exception):
     """A problem with the command's input: reported in one line, exit status 2."""
+
+
+USER_ERRORS = (UsageError, ValueError, TypeError, LookupError, ArithmeticError, OSError)
+"""Exceptions that report a problem with the input or the environment (a bad value, a missing
+or unwritable file): one line on stderr and exit status 2, never a traceback. Anything else is
+a bug in svtjax and keeps its traceback."""
+
+INTERRUPTED = 130
+"""Exit status after Ctrl-C (128 + SIGINT, the shell's convention)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors as :class:`UsageError` (one line) instead of usage + exit."""
+
+    def error(self, message):
+        raise UsageError(f"{message} (see {self.prog} --help)")
+
+
+def _count(flag: str, value: Optional[int]) -> None:
+    """Checks a count given on the command line (trials, c, devices): 1 <= value < 2**31."""
+    from svtjax._validate import INT32_MAX
+
+    if value is not None and not 1 <= value <= INT32_MAX:
+        raise UsageError(f"{flag} must be an integer from 1 to {INT32_MAX}; got {value}")
+
+
+def _seed(value: Optional[int]) -> None:
+    """Checks a seed given on the command line: the range ``svtjax.simulate`` accepts."""
+    from svtjax.simulate import SEED_RANGE
+
+    if value is not None and not SEED_RANGE[0] <= value < SEED_RANGE[1]:
+        raise UsageError(f"--seed must be an integer in [0, 2**64) (each seed its own trials); "
+                         f"got {value}")
+
+
+def _once(flag: str, values: Sequence[Any]) -> None:
+    """Refuses a repeated option value (it would compute the same rows twice)."""
+    seen = []
+    for v in values:
+        if v in seen:
+            raise UsageError(f"{flag} {v} is given more than once; give each value once")
+        seen.append(v)
 
 
 def _parse_value(text: str) -> Any:
@@ -164,8 +209,18 @@ def _cmd_list(args) -> int:
 
 
 def _cmd_simulate(args) -> int:
+    from svtjax import sweep
+
     epsilons = args.epsilon or list(DEFAULT_EPSILONS)
     mechanisms = args.mechanism or list(DEFAULT_MECHANISMS)
+    _count("--trials", args.trials)
+    _count("--c", args.c)
+    _seed(args.seed)
+    _once("--epsilon", epsilons)
+    _once("--mechanism", mechanisms)
+    # every check (mechanisms, parameters, dataset, what float32 can hold) before the header
+    sweep.load_config(simulation_config(mechanisms, args.dataset, epsilons, args.c, args.trials,
+                                        args.seed, args.shuffle))
     if not args.json:
         order = "random item order per trial" if args.shuffle else "fixed item order"
         print(f"svtjax simulate: top-{args.c} selection on {args.dataset}, {args.trials} trials "
@@ -176,9 +231,12 @@ def _cmd_simulate(args) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
+        from svtjax.accounting import SCOPE
+
         print(format_table(rows))
         print("F1 is shown with a 95% interval (±1.96 standard errors); 'evaluated' is the "
-              "fraction of the stream read before halting.")
+              f"fraction of the stream read before halting. The privacy column of --json is "
+              f"{SCOPE}.")
     return 0
 
 
@@ -247,19 +305,33 @@ def _init_distributed(args) -> None:
         raise UsageError(f"jax.distributed.initialize failed: {err}".replace("\n", " ")) from err
 
 
+def _log(msg: str) -> None:
+    """Progress and log lines: stderr, so stdout holds only the table (or the JSON)."""
+    print(msg, file=sys.stderr, flush=True)
+
+
 def _cmd_sweep(args) -> int:
     from svtjax import sweep
 
+    _count("--trials", args.trials)
+    _seed(args.seed)
+    _count("--num-devices", args.num_devices)
+    if not args.plot and (args.x or args.y):
+        raise UsageError("--x and --y choose the plot's axes; they have no effect with "
+                         "--no-plot")
     config = sweep.load_config(args.config)
     changes = {}
     if args.trials is not None:
-        if args.trials < 1:
-            raise UsageError(f"--trials must be >= 1; got {args.trials}")
         changes["trials"] = args.trials
     if args.seed is not None:
         changes["seed"] = args.seed
     if changes:
         config = sweep.load_config(config.replace(**changes).raw)
+    x = y = None
+    if args.plot:  # --x / --y naming no column fail here, not after the sweep
+        x, y = sweep.plot_axes(config, args.x, args.y)
+    out = args.out or _default_out(config.name)
+    sweep._prepare_out(out)
     if config.dtype == "float64":
         import jax
 
@@ -267,16 +339,27 @@ def _cmd_sweep(args) -> int:
     _init_distributed(args)
     import jax
 
-    out = args.out or _default_out(config.name)
-    log = (lambda msg: print(msg, file=sys.stderr, flush=True)) if args.json else \
-        (lambda msg: print(msg, flush=True))
+    available = len(jax.local_devices())
+    if args.num_devices is not None and args.num_devices > available:
+        raise UsageError(f"--num-devices must be at most the {available} local device(s); got "
+                         f"{args.num_devices}")
+    if jax.process_index() == 0:  # a live sweep on OUT: refused before the header
+        probe = sweep._OutputLock(out)
+        probe.acquire()
+        probe.release()
     if not args.json and jax.process_index() == 0:
         npts = len(sweep.expand(config))
-        print(f"svtjax sweep {config.name}: {npts} points x {config.trials} trials on "
-              f"{len(jax.local_devices())} device(s) x {jax.process_count()} process(es) -> "
-              f"{out}", flush=True)
-    result = sweep.run(config, out, resume=not args.no_resume, progress=args.progress, log=log,
-                       num_devices=args.num_devices)
+        _log(f"svtjax sweep {config.name}: {npts} points x {config.trials} trials on "
+             f"{len(jax.local_devices())} device(s) x {jax.process_count()} process(es) -> "
+             f"{out}")
+    try:
+        result = sweep.run(config, out, resume=not args.no_resume, progress=args.progress,
+                           log=_log, num_devices=args.num_devices)
+    except sweep.SweepInterrupted as err:
+        again = " ".join(["svtjax sweep", _quote(args.config), "--out", _quote(out)])
+        print(f"svtjax sweep: interrupted; {err.saved} of {err.total} point(s) are saved in "
+              f"{os.path.join(out, 'points')}; resume with: {again}", file=sys.stderr)
+        return INTERRUPTED
     if jax.process_index() != 0:
         if not args.json:
             print(f"process {jax.process_index()}: computed {result.computed} point(s); "
@@ -285,9 +368,6 @@ def _cmd_sweep(args) -> int:
     files = list(result.files)
     plot_error = None
     if args.plot:
-        columns = sweep.param_columns(sweep.expand(config))
-        x = args.x or config.plot.get("x") or ("epsilon" if "epsilon" in columns else columns[0])
-        y = args.y or config.plot.get("y", config.metrics[0])
         try:
             from svtjax import plot
 
@@ -312,13 +392,38 @@ def _cmd_sweep(args) -> int:
     return 0
 
 
+def _quote(text: str) -> str:
+    import shlex
+
+    return shlex.quote(str(text))
+
+
+def _writable_dir(flag: str, path: str) -> None:
+    """Creates ``path`` (a directory an option names) or explains in one line why not."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise UsageError(f"{flag} {path} is an existing file, not a directory")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as err:
+        raise UsageError(f"{flag} {path}: cannot create the directory "
+                         f"({err.strerror or err})") from err
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise UsageError(f"{flag} {path}: the directory is not writable")
+
+
 def _cmd_reproduce(args, extra: list[str]) -> int:
     from svtjax import experiments
 
     names = experiments.names() if args.name == "all" else [args.name]
     if args.name != "all" and args.name not in experiments.EXPERIMENTS:
-        raise UsageError(f"unknown experiment {args.name!r}; known experiments: "
+        from svtjax._validate import suggest
+
+        raise UsageError(f"unknown experiment {args.name!r}"
+                         f"{suggest(args.name, experiments.names())}; known experiments: "
                          f"{', '.join(experiments.names())} (or all)")
+    _count("--trials", args.trials)
+    if args.out is not None:
+        _writable_dir("--out", args.out)
     failed = []
     for name in names:
         argv = []
@@ -367,7 +472,7 @@ def _cmd_audit(rest: list[str]) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="svtjax", description="Monte Carlo simulation of the sparse vector technique.")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -460,16 +565,51 @@ def _split_plugins(argv: list[str]) -> tuple[list[str], list[str]]:
 
 
 def _one_line(err: BaseException) -> str:
-    return " ".join(str(err).split())
+    if isinstance(err, OSError) and err.strerror and err.filename:
+        return f"{err.filename}: {err.strerror}"
+    return " ".join(str(err).split()) or type(err).__name__
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Runs one subcommand; returns the exit status (0, 1 for a failed experiment, 2 for a user
+    error reported in one line on stderr, 130 after Ctrl-C)."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    command = "svtjax"
     try:
         argv, plugins = _split_plugins(argv)
-    except UsageError as err:
-        print(f"svtjax: error: {err}", file=sys.stderr)
+        if argv and argv[0] in ("bench", "audit", "list", "simulate", "sweep", "reproduce"):
+            command = f"svtjax {argv[0]}"
+        _start(plugins)
+        if argv and argv[0] in ("bench", "audit"):
+            if argv[0] == "bench":
+                return _cmd_bench(None, argv[1:])
+            return _cmd_audit(argv[1:])
+        parser = build_parser()
+        try:
+            args, extra = parser.parse_known_args(argv)
+        except SystemExit as exit_:  # --help
+            return exit_.code if isinstance(exit_.code, int) else 0
+        if extra and args.command != "reproduce":
+            raise UsageError(f"unrecognized arguments: {' '.join(extra)} (see svtjax "
+                             f"{args.command} --help)")
+        if args.command == "list":
+            return _cmd_list(args)
+        if args.command == "simulate":
+            return _cmd_simulate(args)
+        if args.command == "sweep":
+            return _cmd_sweep(args)
+        return _cmd_reproduce(args, extra)
+    except KeyboardInterrupt:
+        print(f"{command}: interrupted", file=sys.stderr)
+        return INTERRUPTED
+    except USER_ERRORS as err:
+        print(f"{command}: error: {_one_line(err)}", file=sys.stderr)
         return 2
+
+
+def _start(plugins: list[str]) -> None:
+    """What every command does first: the allocator tuning, the compilation cache and the
+    plugins (a plugin that cannot be loaded is a user error)."""
     from svtjax import tune_allocator
 
     tune_allocator()  # a command owns its process: large buffers stay in the heap (_malloc)
@@ -479,42 +619,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         try:
             enable_compilation_cache()
         except OSError as err:  # an unwritable cache only costs compile time
-            print(f"svtjax: compilation cache disabled ({err})", file=sys.stderr)
+            print(f"svtjax: compilation cache disabled ({_one_line(err)})", file=sys.stderr)
     if plugins:
         from svtjax import _plugins
 
-        try:
-            for entry in plugins:
+        for entry in plugins:
+            try:
                 _plugins.load(entry)
-        except _plugins.PluginError as err:
-            print(f"svtjax: error: {_one_line(err)}", file=sys.stderr)
-            return 2
-    parser = build_parser()
-    if argv and argv[0] in ("bench", "audit"):
-        try:
-            if argv[0] == "bench":
-                return _cmd_bench(None, argv[1:])
-            return _cmd_audit(argv[1:])
-        except (UsageError, ValueError, TypeError) as err:
-            print(f"svtjax {argv[0]}: error: {_one_line(err)}", file=sys.stderr)
-            return 2
-    args, extra = parser.parse_known_args(argv)
-    if extra and args.command != "reproduce":
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    try:
-        if args.command == "list":
-            return _cmd_list(args)
-        if args.command == "simulate":
-            return _cmd_simulate(args)
-        if args.command == "sweep":
-            return _cmd_sweep(args)
-        if args.command == "reproduce":
-            return _cmd_reproduce(args, extra)
-    except (UsageError, ValueError, TypeError, LookupError) as err:
-        print(f"svtjax {args.command}: error: {_one_line(err)}", file=sys.stderr)
-        return 2
-    parser.error(f"unknown command {args.command!r}")
-    return 2
+            except _plugins.PluginError as err:
+                raise UsageError(str(err)) from err
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -257,8 +257,9 @@ def simulate(mech: Mechanism, queries, thresholds, *, trials: int, seed: int = 0
       An ``Outcome`` with a leading axis of ``trials`` or, with ``reduce``, the summed pytree.
 
     Raises:
-      TypeError / ValueError: bad arguments, or full Outcomes that cannot fit in memory (before
-        anything is compiled).
+      TypeError / ValueError: bad arguments, numbers the run's dtype cannot hold (parameters,
+        noise scales, queries: ``svtjax._validate.computable``), or full Outcomes that cannot
+        fit in memory (before anything is compiled).
     """
     if not isinstance(mech, Mechanism):
         raise TypeError("mech must be a mechanism built with svtjax.mechanisms.get(name, ...); "
@@ -278,6 +279,7 @@ def simulate(mech: Mechanism, queries, thresholds, *, trials: int, seed: int = 0
         raise ValueError(f"num_devices must be at most the {available} available device(s); "
                          f"got {num_devices}")
     q, t = mech._prepare(queries, thresholds)
+    _validate.computable(mech, q.dtype, queries=queries, thresholds=thresholds)
     n = q.shape[0]
     if reduce is None:
         need, have = outcome_bytes(mech, n, trials, q.dtype.itemsize), _physical_memory()

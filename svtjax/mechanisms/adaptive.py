@@ -80,6 +80,7 @@ class AdaptiveSVTGap(ThresholdMechanism):
     per_position_cost = True
 
     def __post_init__(self):
+        _validate.scalars(self, ("epsilon", "c", "sensitivity", "theta"))
         if not isinstance(self.monotonic, bool):
             raise TypeError(f"monotonic must be True or False; got {self.monotonic!r}")
         _validate.positive("epsilon", self.epsilon)

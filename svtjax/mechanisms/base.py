@@ -15,7 +15,6 @@ is how ``svtjax.reference``, ``svtjax.testing`` and the test suite find every me
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 import zlib
 from typing import Any, Callable, ClassVar, Optional, Sequence
@@ -297,7 +296,9 @@ def entry(name: str) -> Registration:
 
 
 def parameters(name: str) -> dict[str, Any]:
-    """The parameters ``get(name, ...)`` accepts, with their defaults (``REQUIRED`` if none)."""
+    """The parameters ``get(name, ...)`` accepts, with their defaults (``REQUIRED`` if none, or
+    if the field's metadata says ``{"required": True}``; ``"REQUIRED when ..."`` for a field
+    with ``{"required_when": "..."}``)."""
     cls = _lookup(name)
     out = {}
     for f in _public_fields(cls):
@@ -306,6 +307,8 @@ def parameters(name: str) -> dict[str, Any]:
         elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
             out[f.name] = f.default_factory()  # type: ignore[misc]
         else:
+            out[f.name] = REQUIRED
+        if f.metadata.get("required"):  # a default that only orders the fields
             out[f.name] = REQUIRED
         required_when = f.metadata.get("required_when")
         if required_when:
@@ -323,16 +326,7 @@ def _public_names(cls) -> set:
     return set(getattr(cls, "__annotations__", {}))
 
 
-def suggest(word: Any, choices: Sequence[str]) -> str:
-    """`` (did you mean 'x'?)`` for the closest of ``choices`` to ``word``, or ``""``."""
-    if not isinstance(word, str):
-        return ""
-    lowered = {c.lower().replace("_", "-"): c for c in choices}
-    key = word.lower().replace("_", "-")
-    if key in lowered:
-        return f" (did you mean {lowered[key]!r}?)"
-    close = difflib.get_close_matches(key, list(lowered), n=1, cutoff=0.6)
-    return f" (did you mean {lowered[close[0]]!r}?)" if close else ""
+suggest = _validate.suggest
 
 
 def _lookup(name: str) -> type[Mechanism]:
@@ -346,7 +340,9 @@ def get(name: str, **params: Any) -> Mechanism:
     """Builds the mechanism registered as ``name`` with the given parameters.
 
     Raises:
-      ValueError: unknown name (the message lists the registry) or a parameter out of range.
+      ValueError: unknown name (the message lists the registry), a parameter out of range, or
+        parameters whose numbers (noise scales included) cannot be computed even in float64
+        (``svtjax._validate.computable``; ``simulate`` and ``sweep`` check the run's dtype).
       TypeError: a parameter the mechanism does not take (the message lists the valid ones).
     """
     cls = _lookup(name)
@@ -359,7 +355,9 @@ def get(name: str, **params: Any) -> Mechanism:
     missing = [k for k, v in parameters(name).items() if v == REQUIRED and k not in params]
     if missing:
         raise TypeError(f"{name} requires parameter(s) {missing}")
-    return cls(**params)
+    mech = cls(**params)
+    _validate.computable(mech, np.float64)
+    return mech
 
 
 def to_numpy_draws(draws: Draws) -> Draws:

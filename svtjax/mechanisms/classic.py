@@ -37,6 +37,7 @@ Choices where the paper is silent (documented and tested):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any, Optional
 
@@ -146,6 +147,7 @@ class Figure1(ThresholdMechanism):
 
     # -- construction --------------------------------------------------------------------------
     def _check_common(self) -> None:
+        _validate.scalars(self, ("epsilon", "sensitivity", "c"))
         object.__setattr__(self, "epsilon", canonical_number(
             _validate.positive("epsilon", self.epsilon), float))
         object.__setattr__(self, "sensitivity", canonical_number(
@@ -356,6 +358,24 @@ class Chen(Figure1):
                           "ε′)", float(self.epsilon))
 
 
+def check_allocation(mech, extra: float, default, named: tuple = ()) -> None:
+    """Validates ``mech.allocation``: an explicit ``(eps1, eps2)`` pair (stored by
+    :func:`explicit_split`), ``None`` (``default()``, the paper's rule) or a rule name of
+    ``svtjax.budget.RULES`` (or of ``named``, the mechanism's own). ``"explicit"`` is what a
+    pair becomes once stored; given by hand, without the pair, it is refused."""
+    allocation = mech.allocation
+    if isinstance(allocation, (tuple, list)):
+        explicit_split(mech, allocation, extra)
+    elif allocation is None:
+        object.__setattr__(mech, "allocation", default())
+    elif isinstance(allocation, str) and allocation == "explicit":
+        if mech._split is None:
+            raise ValueError("allocation='explicit' needs the pair itself: pass "
+                             "allocation=(eps1, eps2)")
+    elif not (isinstance(allocation, str) and allocation in named):
+        budget.check_rule(allocation)
+
+
 def explicit_split(mech, allocation, extra: float) -> None:
     """An explicit ``(eps1, eps2)`` allocation: stored as traced leaves in ``_split``."""
     if len(allocation) != 2:
@@ -405,8 +425,9 @@ class SVTS(Figure1):
         an explicit ``(eps1, eps2)``.
     """
 
-    epsilon: Any = None
-    c: Any = None
+    epsilon: Any = dataclasses.field(default=None, metadata={
+        "required_when": "allocation is not an explicit (eps1, eps2) pair"})
+    c: Any = dataclasses.field(default=None, metadata={"required": True})
     sensitivity: Any = 1.0
     eps3: Any = 0.0
     _split: Any = None
@@ -418,16 +439,12 @@ class SVTS(Figure1):
     def __post_init__(self):
         if self.c is None:
             raise TypeError(f"{self.name} requires parameter c (the cut-off, an integer >= 1)")
+        _validate.scalars(self, ("epsilon", "c", "sensitivity", "eps3"))
         if not isinstance(self.monotonic, bool):
             raise TypeError(f"monotonic must be True or False; got {self.monotonic!r}")
         _validate.nonnegative("eps3", self.eps3)
-        allocation = self.allocation
-        if isinstance(allocation, (tuple, list)):
-            explicit_split(self, allocation, float(self.eps3))
-        elif allocation is None:
-            object.__setattr__(self, "allocation", budget.optimal_rule(self.monotonic))
-        elif allocation != "explicit":
-            budget.check_rule(allocation)
+        check_allocation(self, float(self.eps3) if is_concrete(self.eps3) else 0.0,
+                         lambda: budget.optimal_rule(self.monotonic))
         if self.epsilon is None:
             raise TypeError(f"{self.name} requires parameter epsilon (total budget > 0)")
         self._check_common()
@@ -522,6 +539,7 @@ class SVTReTr(SVTS):
 
     def __post_init__(self):
         super().__post_init__()
+        _validate.scalar("raise_by", self.raise_by)
         _validate.nonnegative("raise_by", self.raise_by)
         object.__setattr__(self, "raise_by", canonical_number(self.raise_by, float))
         if isinstance(self.max_passes, bool) or not isinstance(self.max_passes, int):
@@ -560,7 +578,8 @@ class SVTGap(SVTS):
     name = "svt-gap"
 
     def __post_init__(self):
-        if self.eps3 not in (0, 0.0):
+        _validate.scalar("eps3", self.eps3)
+        if self.eps3 is None or isinstance(self.eps3, (bool, str)) or self.eps3 != 0:
             raise ValueError("svt-gap releases the noisy gap for free and takes no eps3; got "
                              f"eps3={self.eps3!r} (use svt-s for noisy answers)")
         super().__post_init__()

@@ -68,6 +68,7 @@ up-front ε1 of the first threshold add up to Theorem 3's cε1 + ε2.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -77,7 +78,7 @@ from svtjax import _validate, budget, correction
 from svtjax._pytree import is_concrete, pytree_dataclass, static_field
 from svtjax.accounting import PureDP, Unproven
 from svtjax.mechanisms.base import register
-from svtjax.mechanisms.classic import Figure1, canonical_number, explicit_split
+from svtjax.mechanisms.classic import Figure1, canonical_number, check_allocation
 from svtjax.noise import Exponential, Gaussian, Gumbel, Laplace
 from svtjax.reference import exponential as ref
 from svtjax.testing import Case, eps_c
@@ -152,10 +153,12 @@ class SVTExp(Figure1):
         exponential − Laplace, FFT otherwise).
     """
 
-    epsilon: Any = None
-    c: Any = None
+    epsilon: Any = dataclasses.field(default=None, metadata={
+        "required_when": "allocation is not an explicit (eps1, eps2) pair"})
+    c: Any = dataclasses.field(default=None, metadata={"required": True})
     sensitivity: Any = 1.0
-    correction_k: Any = None
+    correction_k: Any = dataclasses.field(default=None, metadata={
+        "required_when": "correction='optimal' (the default)"})
     alpha: Any = 0.0
     delta: Any = None
     correction_value: Any = None
@@ -173,6 +176,8 @@ class SVTExp(Figure1):
     def __post_init__(self):
         if self.c is None:
             raise TypeError("svt-exp requires parameter c (the cut-off, an integer >= 1)")
+        _validate.scalars(self, ("epsilon", "c", "sensitivity", "correction_k", "alpha",
+                                 "delta", "correction_value"))
         _validate.one_of("noise", self.noise, tuple(NOISES))
         for flag in ("monotonic", "resample", "append"):
             if not isinstance(getattr(self, flag), bool):
@@ -189,13 +194,7 @@ class SVTExp(Figure1):
 
     # -- construction helpers -----------------------------------------------------------------
     def _init_allocation(self):
-        allocation = self.allocation
-        if isinstance(allocation, (tuple, list)):
-            explicit_split(self, allocation, 0.0)
-        elif allocation is None:
-            object.__setattr__(self, "allocation", "table4")
-        elif allocation not in ("table4", "explicit"):
-            budget.check_rule(allocation)
+        check_allocation(self, 0.0, lambda: "table4", named=("table4",))
 
     def _init_passes(self):
         passes = self.max_passes
@@ -227,6 +226,10 @@ class SVTExp(Figure1):
             if corr == "value":
                 if self.correction_value is None:
                     raise ValueError("correction='value' needs correction_value")
+                value = self.correction_value
+                if isinstance(value, bool) or not _validate._is_number_like(value) or (
+                        is_concrete(value) and not math.isfinite(float(value))):
+                    raise ValueError(f"correction_value must be a finite number; got {value!r}")
                 return
         else:
             if isinstance(corr, bool) or not is_concrete(corr) or jnp.ndim(corr) != 0:

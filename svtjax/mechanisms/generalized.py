@@ -34,6 +34,7 @@ answer vector; they are accounting functions (``svtjax.accounting.gaussian_mecha
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any, NamedTuple
 
@@ -106,7 +107,7 @@ class GeneralizedSVT(Figure1):
       resample: RESAMPLE (static).
     """
 
-    c: Any = None
+    c: Any = dataclasses.field(default=None, metadata={"required": True})
     threshold_noise: Any = None
     query_noise: Any = None
     k_max: Any = None
@@ -123,6 +124,7 @@ class GeneralizedSVT(Figure1):
     def _check_generalized(self) -> None:
         if self.c is None:
             raise TypeError(f"{self.name} requires parameter c (the cut-off, an integer >= 1)")
+        _validate.scalars(self, ("c", "k_max", "sensitivity", "epsilon", "delta", "margin"))
         _validate.integer("c", self.c, minimum=1)
         _validate.positive("sensitivity", self.sensitivity)
         if self.epsilon is not None:
@@ -248,6 +250,7 @@ class StagewiseSVT(GeneralizedSVT):
     name = "stagewise-svt"
 
     def __post_init__(self):
+        _validate.scalars(self, ("c", "c_stage"))
         if self.c is not None:
             _validate.integer("c", self.c, minimum=1)
         if self.c_stage is None and self.c is not None and is_concrete(self.c):

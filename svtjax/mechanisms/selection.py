@@ -108,8 +108,14 @@ class SelectionMechanism(Mechanism):
     def stream_length(self, n: int) -> int:
         return self.num_picks()
 
+    def noises(self) -> dict:
+        """The noise added to every score: ``{"query": family(scale())}`` (what
+        ``svtjax._validate.computable`` checks against a run's dtype)."""
+        return {"query": self.noise_family(self.scale())}
+
     def _check_common(self) -> None:
         picks_name = self.picks_param
+        _validate.scalars(self, ("epsilon", "sensitivity"))
         object.__setattr__(self, "epsilon", _canonical_float(
             _validate.positive("epsilon", self.epsilon)))
         object.__setattr__(self, "sensitivity", _canonical_float(
@@ -349,8 +355,7 @@ class ReportNoisyMax(SelectionMechanism):
     name = "report-noisy-max"
 
     def __post_init__(self):
-        if not isinstance(self.noise, str) or self.noise not in NOISES:
-            raise ValueError(f"noise must be one of {sorted(NOISES)}; got {self.noise!r}")
+        _validate.one_of("noise", self.noise, tuple(NOISES))
         self._check_common()
 
     @property
