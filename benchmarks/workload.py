@@ -202,7 +202,8 @@ class MetricReducer:
     F1 is Lyu'17 slides' F-measure, SER Lyu'17 Section 5's support error rate
     (``svtjax.metrics``).
 
-    Returns (per trial): (F1, SER, halting position).
+    Returns (per trial): (F1, SER, halting position), from ``svtjax.metrics.evaluate_outcome``
+    (one block-wise pass over each trial up to its halt, no picks array).
     """
 
     c: int
@@ -210,6 +211,5 @@ class MetricReducer:
     def __call__(self, scores, outcome):
         import svtjax
 
-        picks = svtjax.selected(outcome, self.c)
-        metrics = svtjax.metrics.evaluate(picks, scores, self.c)
-        return metrics["f1"], metrics["ser"], halting_positions(outcome)
+        metrics = svtjax.metrics.evaluate_outcome(outcome, scores, self.c)
+        return metrics["f1"], metrics["ser"], metrics["evaluated"]
