@@ -14,8 +14,8 @@ ways:
   s trials that land in E, the number from D is then exactly Binomial(s, θ) with
   θ = p/(p + p′), p = P[M(D) ∈ E], p′ = P[M(D′) ∈ E]; ε-DP gives logit θ = log(p/p′) ≤ ε, so a
   one-sided Clopper–Pearson lower bound θ_low gives ε ≥ logit θ_low with probability
-  ≥ confidence. One bound at the full level instead of two at half the level each: the margin
-  is about 40% narrower than the two-bound form at the same number of trials;
+  ≥ confidence. One bound at the full level instead of two at half the level each: at 95-99%
+  confidence the margin is 35-40% narrower than the two-bound form's for the same trials;
 * **clopper-pearson** ((ε, δ) claims; :func:`epsilon_lower_bound`): one-sided Clopper–Pearson
   bounds p_low ≤ p and p′_high ≥ p′ at level (1 − confidence)/2 each (union bound) give
   ε ≥ log((p_low − δ)/p′_high) (Jagielski et al. 2020).
@@ -31,8 +31,8 @@ next):
 * ``first-two`` — the items of the first and second ⊤ (n: none): the whole output of a
   cut-off-1 SVT, the first two picks of a selection mechanism;
 * ``counts`` — the number of ⊤ among the items q′ raises, among those it lowers, and
-  elsewhere (capped at 3): the statistic for SVTs without a cut-off (the loss of Lyu et al.'s
-  Algorithms 5 and 6 grows with the number of ⊤, Theorems 4-5);
+  elsewhere (capped at 3): the statistic for SVTs without a cut-off (the output ⊥^m ⊤^m of
+  Lyu et al.'s Theorem 5, whose loss grows with m);
 * ``value`` — the item of the first released value and the bin of that value (bin edges at
   ``VALUE_GRID`` x Δ/ε, the scale of ε-DP noise): released noisy answers and gaps;
 * ``halt`` — the number of evaluated positions and of ⊤: when a mechanism stops.
@@ -41,22 +41,26 @@ Histograms of these cells are computed on-device inside every compiled chunk
 (``svtjax.simulate(..., reduce=)``, memory O(chunk)), so one compiled function per mechanism
 serves the whole audit: selection, early dropping and validation.
 
-**Decision rule** (:func:`search`): per pair and family, cells are ranked by a pessimistic
-likelihood ratio (one-sided Clopper–Pearson estimates at 1σ of the two cell probabilities,
-the Neyman–Pearson order, which is what DP-Sniper's threshold classifier approximates, Bichsel
-et al. 2021 §IV) and the event is the prefix of that ranking (at most ``MAX_CELLS`` cells)
-whose bound, predicted at the validation size, is largest — in both directions. Rare cells get
-pessimistic ratios, which regularises the union towards few, high-mass cells.
+**Decision rule** (:func:`search`): per pair, family and direction, cells are ranked by a
+pessimistic likelihood ratio (one-sided Clopper–Pearson estimates of the two cell
+probabilities at ~2.3σ: the Neyman–Pearson order, which DP-Sniper's classifier-based threshold
+attack approximates) and the proposed event is the prefix of that ranking (at most
+``MAX_CELLS`` cells) whose bound, predicted at the validation size, is largest; the best single
+cell and, for values, the best thresholds per item (StatDP's event families) are proposed too.
+A rare cell must be seen often to rank high, which regularises the choice towards few,
+high-mass cells. Events are proposed on a pair's earlier samples and *scored* on its latest,
+independent one, so that no cell wins by chance among the thousands looked at.
 
 **Adaptive allocation** (successive halving): every candidate pair (:func:`candidate_pairs`) is
-sampled once; after each round the better half (by predicted bound) survives, hopeless pairs
-(whose optimistic bound is below the leader's pessimistic one) are dropped at once, and the
-survivors are sampled again with twice the trials, until one pair is left. With a time budget
-(``seconds``), after compilation ``SEARCH_SHARE`` of the time goes to the search and the rest
-to validation; each round's size follows from the measured trial rate. The **validation**
-draws fresh trials (new seeds) of the one chosen (pair, event), so the bound carries no
-selection bias and needs no multiple-testing correction. ``progress`` records the predicted
-bound after every round: bound versus seconds.
+sampled (twice: one half proposes, the other scores); after each round the better half of the
+pairs by score survives, hopeless pairs (whose optimistic score is below the leader's
+pessimistic one) are dropped at once, and the survivors are sampled again with twice the
+trials, until one pair is left. With a time budget (``seconds``), after compiling and timing
+the sampler, ``SEARCH_SHARE`` of the time goes to the rounds (in equal shares) and the rest to
+validation, each sized from the measured trial rate. The **validation** draws fresh trials (new
+seeds) of the one chosen (pair, event), so the bound carries no selection bias and needs no
+multiple-testing correction. ``progress`` records the leader's predicted bound after every
+round, then the validated bound: bound versus seconds.
 
 **Claims** (:func:`claim`): ``nominal_epsilon`` is the ε the mechanism is run at (what its
 paper claims: Lee & Clifton's Algorithm 4 claims ε), ``proven_epsilon`` what ``privacy()``
@@ -127,7 +131,7 @@ MAX_CELLS = 64
 PROPOSALS = 24
 """Events each pair proposes per round (from its earlier samples) for scoring on its fresh
 one."""
-SEARCH_SHARE = 0.35
+SEARCH_SHARE = 0.25
 """With a time budget: the share of the time left after compilation given to the search; the
 rest goes to validation, whose size sets the margin of the bound."""
 _PESSIMISM = 0.16  # one-sided 1σ: selection scores use Clopper–Pearson estimates at this level
@@ -913,8 +917,9 @@ def _check_seconds(seconds: Any) -> float:
 
 
 def default_search_trials(trials: int) -> int:
-    """First-round search trials per side per pair for ``trials`` validation trials per side:
-    the halving rounds then cost about as much as the validation."""
+    """First-round search trials per side per pair (each half) for ``trials`` validation
+    trials per side: with the default pairs the halving rounds then cost about half as many
+    trials as the validation (and at least one chunk per call)."""
     return max(CHUNK, trials // 256 // CHUNK * CHUNK)
 
 
@@ -952,8 +957,9 @@ def search(sampler, pairs: Sequence[Pair], *, trials: Optional[int] = None,
     Neyman–Pearson prefix of cells and the best single cell) and *scored* on the fresh one, so
     that a cell that looked good by chance among thousands does not win (the first round is
     drawn as two halves: one proposes, one scores). The better half of the pairs by score
-    survives (and none whose optimistic score is below the leader's), with twice the trials;
-    the last pair's best-scoring event is validated on new trials.
+    survives (and none whose optimistic score is below the leader's), with twice the trials,
+    until one is left (or the search's time is up); its best-scoring event is validated on
+    new trials.
 
     Args:
       sampler: where histograms come from (:class:`SimulationSampler` or a stand-in).
@@ -1020,7 +1026,7 @@ def search(sampler, pairs: Sequence[Pair], *, trials: Optional[int] = None,
         return h1, h2, n
 
     def rounds_left():
-        return max(1, math.ceil(math.log2(len(alive))) + (len(alive) > 1))
+        return max(1, math.ceil(math.log2(len(alive))))
 
     if seconds is not None:
         # compile and time the sampler on one chunk per side, then split the time left:
@@ -1030,14 +1036,15 @@ def search(sampler, pairs: Sequence[Pair], *, trials: Optional[int] = None,
         left = max(seconds - (time.perf_counter() - start), 0.0)
         search_end = time.perf_counter() + SEARCH_SHARE * left
         n_val = max(chunk, int((1 - SEARCH_SHARE) * left * meter.rate / 2))
-        base = int(SEARCH_SHARE * left / rounds_left() * meter.rate / (4 * len(alive)))
+        base = int(SEARCH_SHARE * left / rounds_left() * meter.recent_rate / (4 * len(alive)))
         base = max(chunk, base // chunk * chunk, search_trials or 0)
     scored: dict[int, list] = {}
     for rnd in range(64):
         if seconds is not None and rnd > 0:
             left = search_end - time.perf_counter()
-            n_r = int(left / rounds_left() * meter.rate / (2 * len(alive))) // chunk * chunk
-            if n_r < chunk and (len(alive) == 1 or left < 2 * chunk * len(alive) / meter.rate):
+            rate = min(meter.rate, meter.recent_rate)
+            n_r = int(left / rounds_left() * rate / (2 * len(alive))) // chunk * chunk
+            if n_r < chunk and left < 2 * chunk * len(alive) / rate:
                 break
             n_r = max(n_r, chunk)
         else:
@@ -1080,10 +1087,14 @@ def search(sampler, pairs: Sequence[Pair], *, trials: Optional[int] = None,
                                          optimistic=True, level=_RANK_LEVEL) >= floor:
                 keep.append(j)
         alive = keep or [leader]
+        if len(alive) == 1:
+            break  # its latest sample has scored its events: the rest is validation
     winner = max(alive, key=lambda j: scored[j][0][0] if scored[j] else -math.inf)
     if seconds is not None:
         left = seconds - (time.perf_counter() - start)
-        n_val = max(chunk, int(0.9 * left * meter.recent_rate / 2))
+        # the slower of the overall and the recent rate: on a shared machine the load changes,
+        # and running over the budget is worse than leaving a little of it unused
+        n_val = max(chunk, int(0.9 * left * min(meter.rate, meter.recent_rate) / 2))
         # the sizes changed: re-score the winner's proposals for the validation size
         scored[winner] = _checked(proposal[winner], check[winner], n_val, alpha, delta, shapes,
                                   groups[winner], edges)

@@ -309,7 +309,7 @@ def test_search_drops_hopeless_pairs_and_records_progress():
     r = A.search(sampler, pairs, trials=20000, search_trials=4000, seed=3, confidence=0.99)
     assert r.witness.pair.name.startswith("full")
     rounds = [p for p in r.progress if p["stage"].startswith("search")]
-    assert [p["pairs"] for p in rounds] == [3, 2, 1] or [p["pairs"] for p in rounds] == [3, 1]
+    assert [p["pairs"] for p in rounds] in ([3, 2], [3])
     assert all(a["seconds"] <= b["seconds"] for a, b in zip(r.progress, r.progress[1:]))
     assert r.progress[-1]["stage"] == "validation"
     assert r.progress[-1]["bound"] == r.bound.epsilon
@@ -351,15 +351,15 @@ def test_not_private_variants_flagged_well_above_nominal(name, params, trials, f
 
 @pytest.mark.parametrize("name, c, proven, floor", [("lee-clifton", 1, 1.75, 1.2),
                                                     ("lyu-alg1", 1, 1.0, 0.6),
-                                                    ("dpbook", 2, 1.0, 0.2)])
+                                                    ("dpbook", 2, 1.0, 0.15)])
 def test_private_variants_never_above_proven_over_seeds(name, c, proven, floor):
     # At ε = 1, 3 seeds, confidence 1 - 3e-5, on Lyu et al.'s Theorem 3-5 pairs (the
     # strongest; fewer pairs keep the test short): a correct kernel's bound exceeds the proven
     # ε with probability <= 3e-5 per seed (the bound is valid for the ε the mechanism
     # satisfies), < 1e-4 for the three. Power: lee-clifton (Lyu et al. §3.3: claimed ε,
     # proved ((1+6c)/4)ε = 1.75ε at c = 1) is flagged above its nominal ε in every seed. The
-    # bounds measured at these sizes, seeds 0-5: lee-clifton 1.42-1.59, lyu-alg1 0.73-0.80,
-    # dpbook (c = 2) 0.28-0.35, all above the floors asserted.
+    # bounds measured at these sizes, seeds 0-5: lee-clifton 1.42-1.55, lyu-alg1 0.73-0.80,
+    # dpbook (c = 2) 0.23-0.35, all above the floors asserted.
     mech = svtjax.get(name, epsilon=1.0, c=c)
     assert A.claim(mech)["proven_epsilon"] == pytest.approx(proven)
     theorems = [p for p in A.candidate_pairs(mech) if p.name.startswith("lyu17")]
