@@ -136,7 +136,8 @@ SEARCH_SHARE = 0.25
 rest goes to validation, whose size sets the margin of the bound."""
 _PESSIMISM = 0.16  # one-sided 1σ: selection scores use Clopper–Pearson estimates at this level
 _RANK_LEVEL = 0.01  # ~2.3σ: cells are ranked by likelihood-ratio estimates at this level
-_CHECK_LEVEL = 0.31  # ~0.5σ: a few proposals scored on fresh samples need little protection
+_CHECK_LEVEL = 0.5  # point estimates: on fresh samples, the expected validation bound (a
+# pessimistic score would favour frequent, weaker events over rare, stronger ones)
 
 
 # =============================================================================================
@@ -283,9 +284,12 @@ def _predicted(x, y, n, n_val, alpha, delta, optimistic=False, level=None):
     """The bound expected from ``n_val`` validation trials per side for events seen x and y
     times in ``n`` trials per side: pessimistic (optimistic: the reverse) one-sided
     Clopper–Pearson estimates of the two probabilities at ``level`` (default 1σ), scaled to
-    ``n_val``."""
+    ``n_val``; at level 1/2, the point estimates (k + 1/2)/(n + 1)."""
     level = _PESSIMISM if level is None else level
-    if optimistic:
+    if level == 0.5:
+        p1 = (np.asarray(x, float) + 0.5) / (n + 1.0)
+        p2 = (np.asarray(y, float) + 0.5) / (n + 1.0)
+    elif optimistic:
         p1, p2 = _cp_upper(x, n, level), _cp_lower(y, n, level)
     else:
         p1, p2 = _cp_lower(x, n, level), _cp_upper(y, n, level)
@@ -870,7 +874,6 @@ class _Meter:
         self.trials = 0
         self.busy = 0.0
         self.compile_seconds = 0.0
-        self.recent: list[tuple[int, float]] = []  # (trials, seconds) of the latest calls
 
     def __call__(self, pair: Pair, side: int, groups, trials: int, seed: int):
         queries = pair.queries_prime if side else pair.queries
@@ -882,25 +885,12 @@ class _Meter:
         else:
             self.trials += int(trials)
             self.busy += dt
-            self.recent.append((int(trials), dt))
         self.calls += 1
         return hist
 
     @property
-    def recent_rate(self) -> float:
-        """Trials per second over the latest calls that took about two seconds in all (the
-        load of a shared machine changes; the validation is sized by this)."""
-        trials = busy = 0.0
-        for n, dt in reversed(self.recent):
-            trials += n
-            busy += dt
-            if busy >= 2.0:
-                break
-        return trials / busy if trials and busy > 0 else self.rate
-
-    @property
     def rate(self) -> float:
-        """Trials per second (a lower estimate before anything but the first call ran)."""
+        """Trials per second over every call after the first (a lower estimate before any)."""
         if self.trials and self.busy > 0:
             return self.trials / self.busy
         return 1.0 / max(self.compile_seconds, 1e-3)
@@ -1036,13 +1026,13 @@ def search(sampler, pairs: Sequence[Pair], *, trials: Optional[int] = None,
         left = max(seconds - (time.perf_counter() - start), 0.0)
         search_end = time.perf_counter() + SEARCH_SHARE * left
         n_val = max(chunk, int((1 - SEARCH_SHARE) * left * meter.rate / 2))
-        base = int(SEARCH_SHARE * left / rounds_left() * meter.recent_rate / (4 * len(alive)))
+        base = int(SEARCH_SHARE * left / rounds_left() * meter.rate / (4 * len(alive)))
         base = max(chunk, base // chunk * chunk, search_trials or 0)
     scored: dict[int, list] = {}
     for rnd in range(64):
         if seconds is not None and rnd > 0:
             left = search_end - time.perf_counter()
-            rate = min(meter.rate, meter.recent_rate)
+            rate = meter.rate
             n_r = int(left / rounds_left() * rate / (2 * len(alive))) // chunk * chunk
             if n_r < chunk and left < 2 * chunk * len(alive) / rate:
                 break
@@ -1092,9 +1082,10 @@ def search(sampler, pairs: Sequence[Pair], *, trials: Optional[int] = None,
     winner = max(alive, key=lambda j: scored[j][0][0] if scored[j] else -math.inf)
     if seconds is not None:
         left = seconds - (time.perf_counter() - start)
-        # the slower of the overall and the recent rate: on a shared machine the load changes,
-        # and running over the budget is worse than leaving a little of it unused
-        n_val = max(chunk, int(0.9 * left * min(meter.rate, meter.recent_rate) / 2))
+        # the rate over the whole search: on a shared machine the rate of any one call swings
+        # with the load (the validation's size must be fixed before it starts, for the
+        # coin-split bound; see conditional_lower_bound)
+        n_val = max(chunk, int(0.95 * left * meter.rate / 2))
         # the sizes changed: re-score the winner's proposals for the validation size
         scored[winner] = _checked(proposal[winner], check[winner], n_val, alpha, delta, shapes,
                                   groups[winner], edges)
