@@ -1369,27 +1369,7 @@ def _example_params(name: str, *, epsilon: float, c: int, n: int) -> dict[str, A
     standard run: ε, the cut-off, any required parameter)."""
     from svtjax import mechanisms
 
-    cls = mechanisms.registry()[name]
-    if hasattr(cls, "example_params"):
-        return dict(cls.example_params(epsilon=epsilon, c=c, n=n))
-    # ---- FALLBACK, to be deleted once every registered class has ``example_params``: the
-    # per-mechanism choices the audit made before (its former MECHANISM_PARAMS table). ----
-    from svtjax.noise import Gaussian
-
-    accepted = mechanisms.parameters(name)
-    params: dict[str, Any] = {"epsilon": epsilon}
-    for key in ("c", "k"):
-        if key in accepted:
-            params[key] = c
-            break
-    params.update({
-        "svt-retr": {"max_passes": 3},  # 3 passes keep the stream (3n) short
-        "generalized-svt": {"threshold_noise": Gaussian(1.0), "query_noise": Gaussian(2.0)},
-        "stagewise-svt": {"c_stage": max(1, c // 2), "composition": "kov"},
-        "svt-exp": {"correction_k": max(1, n // max(c, 1))},  # Liu'24: k = floor(m / c)
-    }.get(name, {}))
-    return params
-    # ---- end of FALLBACK ----
+    return dict(mechanisms.registry()[name].example_params(epsilon=epsilon, c=c, n=n))
 
 
 def mechanism_params(name: str, epsilon: float, c: Optional[int] = None,
