@@ -161,10 +161,11 @@ def test_chunk_size_does_not_change_numbers():
     raw = _config()
     raw["mechanisms"] = raw["mechanisms"][:1]
     big = sweep.run(raw, progress=False, log=lambda m: None)
-    raw["sweep"]["memory_budget_mb"] = 2.5  # chunks of 256 trials: two per point
-    assert sweep.plan(1, 300, sweep._bytes_per_trial(
-        sweep.expand(sweep.load_config(raw))[0].build(), N, 8, False, 6, 4), 2.5 * 2**20)[1] \
-        == sweep.BLOCK_TRIALS
+    per_trial = sweep._bytes_per_trial(sweep.expand(sweep.load_config(raw))[0].build(), N, 8,
+                                       raw["sweep"].get("shuffle", True), 6, 4)
+    budget = 300 * per_trial  # room for 256 trials, not 512: chunks of 256, two per point
+    raw["sweep"]["memory_budget_mb"] = budget / 2**20
+    assert sweep.plan(1, 300, per_trial, budget)[1] == sweep.BLOCK_TRIALS
     small = sweep.run(raw, progress=False, log=lambda m: None)
     assert _stats(small.rows) == _stats(big.rows)
 
