@@ -1142,6 +1142,9 @@ def _build_parser() -> argparse.ArgumentParser:
                         help="δ of the bound (default: the δ of the mechanism's claim)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--exact", action="store_true",
+                        help="no sampling: the exact loss over answer vectors on documented "
+                             "short neighbouring pairs (svtjax.exact.audit)")
     return parser
 
 
@@ -1186,6 +1189,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             raise ValueError(f"--seconds must be positive; got {args.seconds}")
         params = mechanism_params(args.mechanism, args.epsilon, args.c, extra)
         mech = svtjax.get(args.mechanism, **params)
+        if args.exact:  # svtjax.exact: every answer vector by quadrature over ρ, no trials
+            from svtjax.exact import audit_report
+
+            print(audit_report(mech, as_json=args.json))
+            return 0
         result = audit(mech, trials=args.trials,
                        seconds=None if args.trials is not None else args.seconds,
                        confidence=args.confidence, delta=args.delta, seed=args.seed)
