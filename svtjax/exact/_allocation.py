@@ -16,7 +16,6 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from svtjax import _validate, budget
-from svtjax.exact import _quadrature
 from svtjax.exact._adapter import SHARE_SUPPORTED, law_at_share
 from svtjax.exact._api import _offsets, expected_metrics, quadrature
 
@@ -24,8 +23,6 @@ __all__ = ["Allocation", "optimal_allocation", "share_of", "OBJECTIVES"]
 
 OBJECTIVES = {"ser": -1.0, "correct": 1.0, "ncr": 1.0}
 """Objective name -> +1 (maximise) or −1 (minimise)."""
-
-_PAD = 64  # rules are padded to a multiple of this many nodes, so few shapes compile
 
 
 class Allocation(NamedTuple):
@@ -62,14 +59,6 @@ def share_of(name: str, c: int, *, allocation: Any = None, monotonic: bool = Fal
         rule = allocation if allocation is not None else budget.optimal_rule(monotonic)
         x = budget.ratio_host(rule, int(c))
     return 1.0 / (1.0 + x)
-
-
-def _padded(rule: _quadrature.Rule) -> _quadrature.Rule:
-    pad = -len(rule.nodes) % _PAD
-    if not pad:
-        return rule
-    return rule._replace(nodes=np.concatenate([rule.nodes, np.full(pad, rule.nodes[0])]),
-                         weights=np.concatenate([rule.weights, np.zeros(pad)]))
 
 
 def optimal_allocation(name: str, queries: Any, thresholds: Any, *, epsilon: float, c: int,
@@ -117,7 +106,7 @@ def optimal_allocation(name: str, queries: Any, thresholds: Any, *, epsilon: flo
         nonlocal evaluations
         share = 1.0 / (1.0 + math.exp(-logit))
         law_ = law_at_share(name, share, epsilon=epsilon, c=c, **params)
-        rule = _padded(quadrature(law_, q, t, **accuracy))
+        rule = quadrature(law_, q, t, **accuracy)
         evaluations += 1
         return float(expected_metrics(law_, q, t, shuffle=shuffle, c=c, rule=rule)[objective])
 

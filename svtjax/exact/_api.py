@@ -37,7 +37,8 @@ class SelectionLaw(NamedTuple):
         cut-off, or the metric's c for mechanisms without one). The same in both orders.
       halted: float[n] (fixed order) — P(the run has halted once the item at that stream
         position has been read); None in random order.
-      nodes: int, quadrature nodes used.
+      nodes: int, quadrature nodes of the rule (padded with zero weights to a multiple of
+        128 when evaluated, so similar rules share a compiled kernel).
     """
 
     top: jax.Array
@@ -139,6 +140,8 @@ def selection_law(mech: Any, queries: Any, thresholds: Any, *, shuffle: bool = F
                          f"{what}; use shuffle=False")
     if rule is None:
         rule = quadrature(law_, q, t)
+    num_nodes = int(rule.nodes.size)
+    rule = _quadrature.padded(rule)
     dtype = _dtype()
     z = jnp.asarray(rule.nodes, dtype)
     wz = _quadrature.density_weights(rule, law_.threshold_noise, dtype)
@@ -168,7 +171,7 @@ def selection_law(mech: Any, queries: Any, thresholds: Any, *, shuffle: bool = F
     if halted is not None and length < n:
         halted = halted.at[length:].set(1.0)
     return SelectionLaw(full(out.top), full(out.member), full(out.evaluated), out.count, halted,
-                        int(z.shape[0]))
+                        num_nodes)
 
 
 def selection_probabilities(mech: Any, queries: Any, thresholds: Any, *, shuffle: bool = False,
@@ -191,7 +194,8 @@ def _item_weights(scores: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray, n
     from svtjax import metrics
 
     picks = np.arange(scores.shape[0], dtype=np.int32)[:, None]
-    one = metrics.evaluate(picks, scores, c)
+    with jax.ensure_compile_time_eval():  # host numbers, also when called under jit / grad
+        one = metrics.evaluate(picks, scores, c)
     support = 1.0 - np.asarray(one["ser"], np.float64)
     ncr = np.asarray(one["ncr"], np.float64)
     tp = np.rint(np.asarray(one["recall"], np.float64) * c)

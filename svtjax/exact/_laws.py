@@ -190,8 +190,11 @@ def _inverse_mean_nodes(mu, dtype):
     y = a[:, None] + (b - a)[:, None] * u[None, :, None]  # [K, U, G]
     weight = wu[None, :, None] * ((b - a) / lam)[:, None]
     shape = (-1, mu.shape[0])
-    s = jnp.minimum(y / lam, 1.0)
-    oms = jnp.maximum((lam - y) / lam, 0.0)
+    # Nodes of panels clipped to zero width carry no weight; park them at s = 0 so that no
+    # factor 1 − p_i s vanishes there (a 0/0 in the leave-one-out division).
+    used = (b > a)[:, None]
+    s = jnp.where(used, jnp.minimum(y / lam, 1.0), 0.0)
+    oms = jnp.where(used, jnp.maximum((lam - y) / lam, 0.0), 1.0)
     return s.reshape(shape), oms.reshape(shape), jnp.broadcast_to(weight, y.shape).reshape(shape)
 
 

@@ -134,6 +134,7 @@ def privacy_loss(mech: Any, queries: Any, queries_prime: Any, thresholds: Any = 
     d, dp = q - t - shift, qp - t - shift
     rule = _quadrature.build(law_.threshold_noise, law_.query_noise, np.concatenate([d, dp]),
                              **_PRIVACY_RULE)
+    rule = _quadrature.padded(rule, 256)
     dtype = jnp.zeros((), float).dtype
     z = jnp.asarray(rule.nodes, dtype)
     wz = _quadrature.density_weights(rule, law_.threshold_noise, dtype)

@@ -49,7 +49,7 @@ import numpy as np
 
 from svtjax.noise import Exponential, Gaussian, Gumbel, Laplace, Noise, Zero
 
-__all__ = ["Rule", "build", "doubled", "density_weights", "KINK_ORDER"]
+__all__ = ["Rule", "build", "doubled", "padded", "density_weights", "KINK_ORDER"]
 
 # Panel edges in units of the threshold noise's scale, graded to its density (a panel's
 # relative error shrinks with its mass, so tail panels may be wide).
@@ -228,7 +228,7 @@ def _rule(panels: _Panels, factor: int = 1) -> Rule:
     return Rule(z[order], w[order], panels.lo, panels.hi, panels.order)
 
 
-def build(threshold: Noise, query: Optional[Noise], d, *, tol: float = 1e-14,
+def build(threshold: Noise, query: Optional[Noise], d, *, tol: float = 1e-16,
           kink_tol: float = 1e-8, refine: float = 2.0, max_order: int = 12,
           max_kinks: int = 4096, all_kinks: bool = False) -> Rule:
     """The rule for ∫ f_ρ(z) Φ(z) dz with Φ built from p_i(z) = sf_ν(z − d_i).
@@ -271,3 +271,13 @@ def density_weights(rule: Rule, threshold: Noise, dtype=None):
         return jnp.ones(1, dtype)
     z = jnp.asarray(rule.nodes, dtype)
     return jnp.asarray(rule.weights, dtype) * jnp.exp(threshold.logpdf(z))
+
+
+def padded(rule: Rule, multiple: int = 128) -> Rule:
+    """``rule`` with zero-weight nodes appended up to a multiple of ``multiple`` nodes, so that
+    rules of similar size share one compiled kernel (the extra nodes contribute nothing)."""
+    pad = -rule.nodes.size % multiple
+    if not pad:
+        return rule
+    return rule._replace(nodes=np.concatenate([rule.nodes, np.full(pad, rule.nodes[-1])]),
+                         weights=np.concatenate([rule.weights, np.zeros(pad)]))
