@@ -11,6 +11,8 @@ Public API:
 * :func:`selection_probabilities` — P(item i answered ⊤), float[n], caller's order.
 * :func:`expected_metrics` — E[SER], E[NCR], E[|S|], E[|S ∩ Top-c|], expected positions read,
   expected budget spent, P(halt), ...
+* :func:`expected_metrics_many` — the same for several mechanisms of one structure (an ε curve)
+  in one compiled call.
 * :func:`selection_law` — the whole per-item law, the law of the ⊤ count, the halting law.
 * :func:`optimal_allocation` — the ε1 : ε2 split minimising E[SER] (or maximising
   E[|S ∩ Top-c|] / E[NCR]) on a dataset.
@@ -38,8 +40,10 @@ from svtjax.exact._api import (
     METRIC_KEYS,
     SelectionLaw,
     expected_metrics,
+    expected_metrics_many,
     quadrature,
     selection_law,
+    selection_laws,
     selection_probabilities,
 )
 from svtjax.exact._privacy import (
@@ -63,8 +67,10 @@ __all__ = [
     "law_at_share",
     "quadrature",
     "selection_law",
+    "selection_laws",
     "selection_probabilities",
     "expected_metrics",
+    "expected_metrics_many",
     "optimal_allocation",
     "share_of",
     "privacy_loss",

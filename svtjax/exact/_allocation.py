@@ -16,8 +16,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from svtjax import _validate, budget
+from svtjax.exact import _quadrature
 from svtjax.exact._adapter import SHARE_SUPPORTED, law_at_share
-from svtjax.exact._api import _offsets, expected_metrics, quadrature
+from svtjax.exact._api import _offsets, expected_metrics_many, quadrature
 
 __all__ = ["Allocation", "optimal_allocation", "share_of", "OBJECTIVES"]
 
@@ -102,16 +103,25 @@ def optimal_allocation(name: str, queries: Any, thresholds: Any, *, epsilon: flo
     accuracy = dict(accuracy or {})
     evaluations = 0
 
+    size = 0  # the Brent points reuse one node count (one compiled kernel)
+
+    def values_at(logits) -> np.ndarray:
+        nonlocal evaluations, size
+        laws = [law_at_share(name, 1.0 / (1.0 + math.exp(-x)), epsilon=epsilon, c=c, **params)
+                for x in logits]
+        rules = [quadrature(law_, q, t, **accuracy) for law_ in laws]
+        size = max([size] + [r.nodes.size for r in rules])
+        if len(rules) == 1:  # pad to the largest rule seen: at most one more compile
+            rules = [_quadrature.padded(rules[0], -(-size // 128) * 128)]
+        evaluations += len(laws)
+        metrics = expected_metrics_many(laws, q, t, shuffle=shuffle, c=c, rules=rules)
+        return np.array([float(m[objective]) for m in metrics])
+
     def value(logit: float) -> float:
-        nonlocal evaluations
-        share = 1.0 / (1.0 + math.exp(-logit))
-        law_ = law_at_share(name, share, epsilon=epsilon, c=c, **params)
-        rule = quadrature(law_, q, t, **accuracy)
-        evaluations += 1
-        return float(expected_metrics(law_, q, t, shuffle=shuffle, c=c, rule=rule)[objective])
+        return float(values_at([logit])[0])
 
     logits = np.linspace(math.log(lo / (1 - lo)), math.log(hi / (1 - hi)), grid)
-    values = np.array([value(x) for x in logits])
+    values = values_at(logits)  # one compiled call for the whole grid
     best = int(np.argmax(sign * values))
     a = logits[max(best - 1, 0)]
     b = logits[min(best + 1, grid - 1)]

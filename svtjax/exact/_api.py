@@ -7,7 +7,7 @@ top-c experiments); the slides (``seeds/001_4cfba993e2d10002.txt``: NCR); DESIGN
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple, Optional
+from typing import Any, NamedTuple, Optional, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -18,8 +18,8 @@ from svtjax._pytree import is_concrete
 from svtjax.exact import _laws, _quadrature
 from svtjax.exact._adapter import ThresholdLaw, law
 
-__all__ = ["SelectionLaw", "quadrature", "selection_law", "selection_probabilities",
-           "expected_metrics", "METRIC_KEYS"]
+__all__ = ["SelectionLaw", "quadrature", "selection_law", "selection_laws",
+           "selection_probabilities", "expected_metrics", "expected_metrics_many", "METRIC_KEYS"]
 
 METRIC_KEYS = ("ser", "ncs", "ncr", "picks", "correct", "recall", "fnr", "tops", "evaluated",
                "cost", "halt")
@@ -121,57 +121,125 @@ def selection_law(mech: Any, queries: Any, thresholds: Any, *, shuffle: bool = F
       ValueError: an unsupported mechanism, a bad input, ``shuffle`` with a resampling or
         length-capped mechanism, or a traced law without ``rule``.
     """
-    law_ = _as_law(mech)
-    q, t = _offsets(queries, thresholds)
-    n = q.shape[0]
-    if not isinstance(shuffle, bool):
-        raise TypeError(f"shuffle must be True or False; got {shuffle!r}")
+    return selection_laws([mech], queries, thresholds, shuffle=shuffle, c=c,
+                           rules=None if rule is None else [rule])[0]
+
+
+def _answer_size(law_: ThresholdLaw, c: Optional[int]) -> int:
     if c is None:
         if law_.c is None:
             raise ValueError("this mechanism has no cut-off; give c (the size of the answer set "
                              "the metrics score)")
         c = law_.c
-    c = int(_validate.integer("c", c, minimum=1))
-    c_mech = law_.c
+    return int(_validate.integer("c", c, minimum=1))
+
+
+def selection_laws(mechs: Sequence[Any], queries: Any, thresholds: Any, *, shuffle: bool,
+                    c: Optional[int], rules: Optional[Sequence[_quadrature.Rule]]
+                    ) -> list[SelectionLaw]:
+    """:func:`selection_law` of several mechanisms of one structure in one kernel call.
+
+    Their quadrature nodes are concatenated (each law's density weights in its own column, the
+    query noise's scale and the threshold shift per node), so a curve over ε compiles and runs
+    once. All must share the cut-off, k_max, resampling and the query-noise family (a
+    resampling mechanism's chain couples its nodes, so those run one law at a time).
+    ``rules``: one per mechanism, or None for the defaults.
+    """
+    if not isinstance(shuffle, bool):
+        raise TypeError(f"shuffle must be True or False; got {shuffle!r}")
+    laws = [_as_law(m) for m in mechs]
+    if not laws:
+        raise ValueError("give at least one mechanism")
+    q, t = _offsets(queries, thresholds)
+    n = q.shape[0]
+    first = laws[0]
+    c = _answer_size(first, c)
+    for other in laws[1:]:
+        same = (other.c == first.c and other.resample == first.resample
+                and other.k_max == first.k_max
+                and type(other.query_noise) is type(first.query_noise))
+        if not same:
+            raise ValueError("mechanisms evaluated together must share the cut-off c, k_max, "
+                             "resampling and the query-noise family")
+    if first.resample and len(laws) > 1:  # its chain couples all nodes: one law at a time
+        return [selection_laws([m], q, t, shuffle=shuffle, c=c,
+                                rules=None if rules is None else [r])[0]
+                for m, r in zip(mechs, rules if rules is not None else [None] * len(laws))]
+    c_mech = first.c
     c_eff = c if c_mech is None else min(c, c_mech)
-    if shuffle and (law_.resample or law_.k_max is not None):
-        what = "resamples the threshold" if law_.resample else "caps the stream at k_max"
+    if shuffle and (first.resample or first.k_max is not None):
+        what = "resamples the threshold" if first.resample else "caps the stream at k_max"
         raise ValueError(f"svtjax.exact: random order is not supported for a mechanism that "
                          f"{what}; use shuffle=False")
-    if rule is None:
-        rule = quadrature(law_, q, t)
-    num_nodes = int(rule.nodes.size)
-    rule = _quadrature.padded(rule)
+    if rules is None:
+        rules = [quadrature(law_, q, t) for law_ in laws]
+    if len(rules) != len(laws):
+        raise ValueError(f"give one rule per mechanism; got {len(rules)} for {len(laws)}")
+    num_nodes = [int(r.nodes.size) for r in rules]
+    rules = [_quadrature.padded(r) for r in rules]
     dtype = _dtype()
-    z = jnp.asarray(rule.nodes, dtype)
-    wz = _quadrature.density_weights(rule, law_.threshold_noise, dtype)
-    shift = jnp.asarray(law_.shift, dtype)
-    d = jnp.asarray(q, dtype) - jnp.asarray(t, dtype) - shift
-    length = n if law_.k_max is None else min(n, law_.k_max)
-    d_run = d[:length]
+    sizes = [r.nodes.size for r in rules]
+    starts = np.cumsum([0] + sizes)
+    # ⊤ iff q_i + ν ≥ T_i + shift + z, i.e. sf_ν(z + shift − (q_i − T_i)): the shift moves
+    # each law's nodes.
+    query = first.query_noise
+    has_scale = query is not None and bool(jax.tree_util.tree_leaves(query))
+    if is_concrete(laws):  # host arrays: no eager JAX op compiles per shape
+        z = np.concatenate([r.nodes + float(np.asarray(law_.shift)) for r, law_ in
+                            zip(rules, laws)])
+        W = np.zeros((z.size, len(laws)))
+        for k, (r, law_) in enumerate(zip(rules, laws)):
+            W[starts[k]:starts[k + 1], k] = _quadrature.host_density_weights(
+                r, law_.threshold_noise)
+        scale = np.concatenate([np.full(size, float(np.asarray(law_.query_noise.scale_value)))
+                                for size, law_ in zip(sizes, laws)]) if has_scale else None
+        z, W = jnp.asarray(z, dtype), jnp.asarray(W, dtype)
+    else:
+        z = jnp.concatenate([jnp.asarray(r.nodes, dtype) + jnp.asarray(law_.shift, dtype)
+                             for r, law_ in zip(rules, laws)])
+        W = jnp.zeros((int(starts[-1]), len(laws)), dtype)
+        for k, (r, law_) in enumerate(zip(rules, laws)):
+            W = W.at[starts[k]:starts[k + 1], k].set(
+                _quadrature.density_weights(r, law_.threshold_noise, dtype))
+        scale = jnp.concatenate([jnp.full((size,), 1.0, dtype) *
+                                 jnp.asarray(law_.query_noise.scale_value, dtype)
+                                 for size, law_ in zip(sizes, laws)]) if has_scale else None
+    if has_scale:
+        scale = jnp.asarray(scale, dtype)
+        query = jax.tree_util.tree_map(lambda _: scale, query)
+    length = n if first.k_max is None else min(n, first.k_max)
+    d_run = jnp.asarray((q - t)[:length], dtype)
     states = min(c_mech if c_mech is not None else c_eff, max(length, 1))
     c_mech_s = None if c_mech is None else min(c_mech, states)
     c_eff_s = min(c_eff, states)
-    if law_.resample:
-        out = _laws.resample_fixed_order(z, wz, d_run, law_.query_noise, c=c_mech_s,
-                                         c_eff=c_eff_s)
+    if first.resample:
+        out = _laws.resample_fixed_order(z, W[:, 0], d_run, query, c=c_mech_s, c_eff=c_eff_s)
+        out = jax.tree_util.tree_map(lambda x: x[..., None], out)
     elif shuffle:
-        out = _laws.random_order(z, wz, d_run, law_.query_noise, states=states,
-                                 c_mech=c_mech_s, c_eff=c_eff_s)
+        out = _laws.random_order(z, W, d_run, query, states=states, c_mech=c_mech_s,
+                                 c_eff=c_eff_s)
     else:
-        out = _laws.fixed_order(z, wz, d_run, law_.query_noise, states=states, c_mech=c_mech_s,
+        out = _laws.fixed_order(z, W, d_run, query, states=states, c_mech=c_mech_s,
                                 c_eff=c_eff_s)
 
     def full(x, fill=0.0):
         if x is None or length == n:
             return x
-        return jnp.concatenate([x, jnp.full((n - length,), fill, x.dtype)])
+        return jnp.concatenate([x, jnp.full((n - length,) + x.shape[1:], fill, x.dtype)])
 
+    top, member, evaluated = full(out.top), full(out.member), full(out.evaluated)
     halted = None if out.halted is None else full(out.halted, 1.0)
-    if halted is not None and length < n:
-        halted = halted.at[length:].set(1.0)
-    return SelectionLaw(full(out.top), full(out.member), full(out.evaluated), out.count, halted,
-                        num_nodes)
+    fields = (top, member, evaluated, out.count, halted)
+    if is_concrete(fields):  # split on the host: one transfer, no per-law device ops
+        fields = jax.tree_util.tree_map(np.asarray, fields)
+        wrap = jnp.asarray
+    else:
+        wrap = lambda x: x  # noqa: E731
+    top, member, evaluated, count, halted = fields
+    return [SelectionLaw(wrap(top[:, k]), wrap(member[:, k]), wrap(evaluated[:, k]),
+                         wrap(count[:, k]), None if halted is None else wrap(halted[:, k]),
+                         num_nodes[k])
+            for k in range(len(laws))]
 
 
 def selection_probabilities(mech: Any, queries: Any, thresholds: Any, *, shuffle: bool = False,
@@ -231,34 +299,54 @@ def expected_metrics(mech: Any, queries: Any, thresholds: Any, *, shuffle: bool 
     Returns:
       dict of JAX scalars (differentiable with respect to a traced law's numbers).
     """
-    law_ = _as_law(mech)
+    return expected_metrics_many([mech], queries, thresholds, shuffle=shuffle, c=c,
+                                 rules=None if rule is None else [rule])[0]
+
+
+def expected_metrics_many(mechs: Sequence[Any], queries: Any, thresholds: Any, *,
+                          shuffle: bool = False, c: Optional[int] = None,
+                          rules: Optional[Sequence[_quadrature.Rule]] = None
+                          ) -> list[dict[str, jax.Array]]:
+    """:func:`expected_metrics` of several mechanisms of one structure (e.g. an ε curve) in one
+    compiled call; all must share the cut-off, k_max, resampling and the query-noise family.
+    ``rules`` (one per mechanism) as ``rule`` of :func:`expected_metrics`."""
+    laws = [_as_law(m) for m in mechs]
+    if not laws:
+        raise ValueError("give at least one mechanism")
     q, t = _offsets(queries, thresholds)
     if c is None:
-        if law_.c is None:
+        if laws[0].c is None:
             raise ValueError("this mechanism has no cut-off; give c (the Top-c size)")
-        c = law_.c
+        c = laws[0].c
     c = int(_validate.integer("c", c, minimum=1))
     if c > q.shape[0]:
         raise ValueError(f"c must be at most the number of items n={q.shape[0]}; got c={c}")
     support, ncr, tp, linear = _item_weights(q, c)
-    sl = selection_law(law_, q, t, shuffle=shuffle, c=c, rule=rule)
-    dtype = sl.member.dtype
-    member = sl.member
-    picks = jnp.sum(member)
-    ser = 1.0 - member @ jnp.asarray(support, dtype)
-    correct = member @ jnp.asarray(tp, dtype) if linear else jnp.asarray(math.nan, dtype)
-    tops = jnp.sum(sl.top)
-    halt = sl.count[-1] if law_.c is not None else jnp.zeros((), dtype)
-    return {
-        "ser": ser,
-        "ncs": 1.0 - ser,
-        "ncr": member @ jnp.asarray(ncr, dtype),
-        "picks": picks,
-        "correct": correct,
-        "recall": correct / c,
-        "fnr": 1.0 - correct / c,
-        "tops": tops,
-        "evaluated": jnp.sum(sl.evaluated),
-        "cost": jnp.asarray(law_.top_cost, dtype) * tops,
-        "halt": halt,
-    }
+    out = []
+    for law_, sl in zip(laws, selection_laws(laws, q, t, shuffle=shuffle, c=c, rules=rules)):
+        if is_concrete((law_, sl)):  # host arithmetic: no per-shape device ops
+            xp, member, top = np, np.asarray(sl.member), np.asarray(sl.top)
+            evaluated, count = np.asarray(sl.evaluated), np.asarray(sl.count)
+            top_cost = float(np.asarray(law_.top_cost))
+        else:
+            xp, member, top, evaluated, count = jnp, sl.member, sl.top, sl.evaluated, sl.count
+            top_cost = law_.top_cost
+        ser = 1.0 - member @ xp.asarray(support, member.dtype)
+        correct = member @ xp.asarray(tp, member.dtype) if linear else math.nan
+        tops = xp.sum(top)
+        values = {
+            "ser": ser,
+            "ncs": 1.0 - ser,
+            "ncr": member @ xp.asarray(ncr, member.dtype),
+            "picks": xp.sum(member),
+            "correct": correct,
+            "recall": correct / c,
+            "fnr": 1.0 - correct / c,
+            "tops": tops,
+            "evaluated": xp.sum(evaluated),
+            "cost": top_cost * tops,
+            "halt": count[-1] if law_.c is not None else 0.0,
+        }
+        dtype = member.dtype
+        out.append({k: jnp.asarray(v, dtype) for k, v in values.items()})
+    return out

@@ -23,7 +23,7 @@ from jax import lax
 from svtjax.noise import Noise
 
 __all__ = ["ItemLaw", "fixed_order", "random_order", "resample_fixed_order",
-           "answer_probabilities", "SUM_NODES"]
+           "answer_probabilities"]
 
 _BLOCK = 128  # positions per checkpoint block of the random-order recursions
 _CHUNK_BYTES = 48 * 2**20  # working memory per chunk of quadrature nodes
@@ -72,15 +72,46 @@ def _node_chunks(G: int, per_node_bytes: int) -> int:
     return int(min(size, 512, max(G, 1)))
 
 
-def _map_chunks(fn, z, wz, chunk: int):
-    """Σ over chunks of nodes of ``fn(z_chunk, wz_chunk)`` (padding nodes have weight 0)."""
+def _per_node(query: Optional[Noise], G: int):
+    """The query noise's scale as float[G] (one scale per node: laws batched along the nodes may
+    differ in it), or None for noiseless comparisons."""
+    if query is None or not jax.tree_util.tree_leaves(query):
+        return None
+    (scale,) = jax.tree_util.tree_leaves(query)
+    return jnp.broadcast_to(jnp.asarray(scale), (G,))
+
+
+def _map_chunks(fn, z, W, query, chunk: int):
+    """Σ over chunks of nodes of ``fn(z_chunk, W_chunk, query_chunk)``; padding nodes have
+    weight 0. ``query_chunk`` carries the chunk's per-node scales."""
     G = z.shape[0]
     num = -(-G // chunk)
     pad = num * chunk - G
-    z_p = jnp.concatenate([z, jnp.zeros((pad,), z.dtype)]).reshape(num, chunk)
-    w_p = jnp.concatenate([wz, jnp.zeros((pad,), wz.dtype)]).reshape(num, chunk)
-    outs = lax.map(lambda zw: fn(*zw), (z_p, w_p))
+    scale = _per_node(query, G)
+
+    def split(x, fill):
+        x = jnp.concatenate([x, jnp.full((pad,) + x.shape[1:], fill, x.dtype)])
+        return x.reshape((num, chunk) + x.shape[1:])
+
+    def one(args):
+        zc, wc, sc = args
+        qc = query if sc is None else jax.tree_util.tree_map(lambda _: sc, query)
+        return fn(zc, wc, qc)
+
+    outs = lax.map(one, (split(z, 0), split(W, 0), None if scale is None else split(scale, 1)))
     return jax.tree_util.tree_map(lambda x: jnp.sum(x, axis=0), outs)
+
+
+def _weights(wz):
+    """(W [G, L], squeeze): one column of node weights per law."""
+    return (wz[:, None], True) if wz.ndim == 1 else (wz, False)
+
+
+def _law(top, member, evaluated, count, halted, squeeze: bool) -> "ItemLaw":
+    if squeeze:
+        top, member, evaluated, count = (x[..., 0] for x in (top, member, evaluated, count))
+        halted = None if halted is None else halted[..., 0]
+    return ItemLaw(top, member, evaluated, count, halted)
 
 
 @functools.partial(jax.jit, static_argnames=("states", "c_mech", "c_eff"))
@@ -92,18 +123,21 @@ def fixed_order(z, wz, d, query, *, states: int, c_mech: Optional[int], c_eff: i
     mass from k to k + 1, and mass reaching c halts (absorbing). Cost O(G · n · c).
 
     Args:
-      z, wz: float[G] quadrature nodes and density-weighted weights.
+      z: float[G] quadrature nodes.
+      wz: float[G] density-weighted weights, or float[G, L] for L laws whose nodes are
+        concatenated (each column zero outside its law's nodes; outputs get a trailing L axis).
       d: float[n] offsets in stream order.
-      query: ν (None: noiseless).
+      query: ν with a scalar or a per-node float[G] scale (None: noiseless).
       states: count states carried (c_mech, or c_eff without a cut-off).
       c_mech: the mechanism's cut-off (= ``states``), None for none.
       c_eff: the cut-off of the answer set a metric scores (≤ states).
     """
     n = d.shape[0]
+    W, squeeze = _weights(wz)
     chunk = _node_chunks(z.shape[0], 2 * n * jnp.dtype(z.dtype).itemsize)
 
-    def one_chunk(zc, wc):
-        P, Q = jax.vmap(lambda di: _pass_fail(query, zc, di))(d)  # [n, chunk]
+    def one_chunk(zc, wc, qc):
+        P, Q = jax.vmap(lambda di: _pass_fail(qc, zc, di))(d)  # [n, chunk]
         D0 = jnp.zeros((states, zc.shape[0]), zc.dtype).at[0].set(1.0)
 
         def step(D, pq):
@@ -117,14 +151,14 @@ def fixed_order(z, wz, d, query, *, states: int, c_mech: Optional[int], c_eff: i
         D, out = lax.scan(step, D0, (P, Q))
         return out, D @ wc
 
-    out, count = _map_chunks(one_chunk, z, wz, chunk)
-    total = jnp.sum(wz)
-    count = jnp.concatenate([count, (total - jnp.sum(count))[None]])
+    out, count = _map_chunks(one_chunk, z, W, query, chunk)  # [n, rows, L], [states, L]
+    total = jnp.sum(W, axis=0)
+    count = jnp.concatenate([count, (total - jnp.sum(count, axis=0))[None]])
     if c_mech is None:
-        ones = jnp.full((n,), total)
-        return ItemLaw(out[:, 0], out[:, 1], ones, count, jnp.zeros((n,), z.dtype))
+        ones = jnp.broadcast_to(total, (n,) + total.shape)
+        return _law(out[:, 0], out[:, 1], ones, count, jnp.zeros_like(ones), squeeze)
     alive_next = jnp.concatenate([out[1:, 2], (total - count[-1])[None]])
-    return ItemLaw(out[:, 0], out[:, 1], out[:, 2], count, total - alive_next)
+    return _law(out[:, 0], out[:, 1], out[:, 2], count, total - alive_next, squeeze)
 
 
 # -- fixed order with the threshold redrawn after every ⊤ ------------------------------------
@@ -162,40 +196,74 @@ def resample_fixed_order(z, wz, d, query, *, c: int, c_eff: int) -> ItemLaw:
 # -- random order -----------------------------------------------------------------------------
 
 SUM_EDGES = np.array([0.0, 1.0, 2.5, 4.0, 6.0, 8.5, 11.5, 15.0, 19.0, 24.0, 30.0, 37.0, 46.0])
-"""Panels of the inner integral in y = μ s; beyond y = 46, F ≤ e^{−46} < 1e-19."""
+"""Panels of the inner integral in y = μ s when μ < :data:`LAGUERRE_FROM`; beyond y = 46,
+F ≤ e^{−46} < 1e-19."""
 SUM_ORDER = 6
 """Gauss–Legendre nodes per panel of the inner integral."""
-SUM_NODES = (SUM_EDGES.size - 1) * SUM_ORDER
+LAGUERRE_FROM = 40.0
+"""From this μ on, the inner integral uses :data:`LAGUERRE_NODES` Gauss–Laguerre nodes."""
+LAGUERRE_NODES = 16
 
 
-
-def _inverse_mean_nodes(mu, dtype):
+def _inverse_mean_nodes(mu, dtype, laguerre: bool):
     """Nodes for E[1/(M+1)] = ∫_0^1 F(s) ds, F(s) = Π_j (1 − p_j s) ≤ e^{−μ s} (μ = Σ p_j).
 
-    In y = μ s the integrand is e^{−y} times a smooth factor ≤ 1 (log-concave overall), on
-    [0, μ]; composite Gauss–Legendre on :data:`SUM_EDGES` (clipped to [0, μ]) integrates it to
-    a relative error below 1e-13 for every μ (checked against the full Poisson-binomial law in
-    ``tests/test_exact.py``; panels past μ have zero width). Beyond y = 46 the integrand is
-    below e^{−46}.
+    In y = μ s, F = e^{−y} φ(y) with φ(y) = Π_j (1 − p_j y/μ) e^{p_j y/μ} ≤ 1, smooth on
+    [0, μ) (its singularities lie at y = μ/p_j ≥ μ).
+
+    * ``laguerre`` (every μ ≥ :data:`LAGUERRE_FROM`): Gauss–Laguerre for ∫_0^∞ e^{−y} φ(y) dy;
+      nodes beyond y = μ (s ≥ 1) are dropped, which costs at most e^{−μ} ≤ e^{−40}. 16 nodes
+      reach 1e-15 relative for every μ ≥ 30 in the checks against the full Poisson-binomial law
+      (``tests/test_exact.py``), where φ is a polynomial times an exponential;
+    * otherwise composite Gauss–Legendre on :data:`SUM_EDGES` clipped to [0, μ] (72 nodes,
+      below 1e-13 relative for every μ).
+
+    Nodes that carry no weight are parked at s = 0 so that no factor 1 − p_i s vanishes there
+    (a 0/0 in the leave-one-out division).
 
     Returns:
-      (s, 1 − s, weights), each [T, G]: ∫_0^1 F(s) ds ≈ Σ_t weights_t · F(s_t).
+      (s, 1 − s, weights, log-factor), each [T, G]: ∫_0^1 F(s) ds ≈
+      Σ_t weights_t · exp(log-factor_t + log F(s_t)).
     """
+    lam = jnp.maximum(mu, 1e-30)  # [G]
+    if laguerre:
+        y, w = np.polynomial.laguerre.laggauss(LAGUERRE_NODES)
+        y = jnp.asarray(y, dtype)[:, None]
+        used = y < lam[None]
+        s = jnp.where(used, y / lam[None], 0.0)
+        weight = jnp.where(used, jnp.asarray(w, dtype)[:, None] / lam[None], 0.0)
+        return s, 1 - s, weight, jnp.where(used, y, 0.0)
     x, w = np.polynomial.legendre.leggauss(SUM_ORDER)
     u = jnp.asarray((x + 1) / 2, dtype)
     wu = jnp.asarray(w / 2, dtype)
-    lam = jnp.maximum(mu, 1e-30)  # [G]
     a = jnp.minimum(jnp.asarray(SUM_EDGES[:-1], dtype)[:, None], lam[None])  # [K, G]
     b = jnp.minimum(jnp.asarray(SUM_EDGES[1:], dtype)[:, None], lam[None])
     y = a[:, None] + (b - a)[:, None] * u[None, :, None]  # [K, U, G]
     weight = wu[None, :, None] * ((b - a) / lam)[:, None]
-    shape = (-1, mu.shape[0])
-    # Nodes of panels clipped to zero width carry no weight; park them at s = 0 so that no
-    # factor 1 − p_i s vanishes there (a 0/0 in the leave-one-out division).
     used = (b > a)[:, None]
     s = jnp.where(used, jnp.minimum(y / lam, 1.0), 0.0)
     oms = jnp.where(used, jnp.maximum((lam - y) / lam, 0.0), 1.0)
-    return s.reshape(shape), oms.reshape(shape), jnp.broadcast_to(weight, y.shape).reshape(shape)
+    shape = (-1, mu.shape[0])
+    return (s.reshape(shape), oms.reshape(shape),
+            jnp.broadcast_to(weight, y.shape).reshape(shape), jnp.zeros_like(s).reshape(shape))
+
+
+def _inverse_means(Pb, Qb, mu, dtype, laguerre: bool):
+    """E[1/(M_{−i}+1)] given z for every item: [nb, BLOCK, G] (see :func:`random_order`)."""
+    s, oms, weight, log_factor = _inverse_mean_nodes(mu, dtype, laguerre)
+
+    def log_block(acc, pq):  # log F(s_t) = Σ_j log(1 − p_j s_t), block by block
+        p, q = pq
+        return acc + jnp.sum(jnp.log(q[:, None] + p[:, None] * oms[None]), axis=0), None
+
+    logF, _ = lax.scan(log_block, jnp.zeros_like(s), (Pb, Qb))
+    A = weight * jnp.exp(log_factor + logF)  # Σ_t A_t / (1 − p_i s_t) = E[1/(M_{−i} + 1)]
+
+    def inv_block(_, pq):
+        p, q = pq
+        return None, jnp.sum(A[None] / (q[:, None] + p[:, None] * oms[None]), axis=1)
+
+    return lax.scan(inv_block, None, (Pb, Qb))[1]
 
 
 @functools.partial(jax.jit, static_argnames=("states", "c_mech", "c_eff"))
@@ -221,10 +289,11 @@ def random_order(z, wz, d, query, *, states: int, c_mech: Optional[int], c_eff: 
       and recomputed block by block during the backward pass (memory O(n/128 + 128) per node);
     * E[1/(M_{−i}+1)] = ∫_0^1 Π_{j≠i} (1 − p_j s) ds, with Π_{j≠i} = Π_j / (1 − p_i s) — a
       division by 1 − p_i s = (1 − p_i) + p_i (1 − s) > 0, exact in relative terms — and the
-      outer integral by :data:`SUM_NODES` nodes (:func:`_inverse_mean_nodes`).
+      outer integral by 16 Gauss–Laguerre or 72 Gauss–Legendre nodes
+      (:func:`_inverse_mean_nodes`).
 
     The terms of the split are at most c in size and the result is in [0, 1], so rounding
-    costs at most ~c · 1e-16. Cost O(G · n · (c + SUM_NODES)).
+    costs at most ~c · 1e-16. Cost O(G · n · (c + 16)) (O(G · n · (c + 72)) where μ < 40).
     """
     n = d.shape[0]
     dtype = z.dtype
@@ -240,28 +309,20 @@ def random_order(z, wz, d, query, *, states: int, c_mech: Optional[int], c_eff: 
     terminal = jnp.stack([jnp.where(a_idx < k, 1 - k / (a_idx + 1), 0) for k in ks])
     itemsize = jnp.dtype(dtype).itemsize
     chunk = _node_chunks(z.shape[0], itemsize * (3 * n_pad + (nb + _BLOCK + 2) * states
-                                                 + 4 * _BLOCK * SUM_NODES))
+                                                 + 4 * _BLOCK * SUM_EDGES.size * SUM_ORDER))
+    W, squeeze = _weights(wz)
 
-    def one_chunk(zc, wc):
-        P, Q = jax.vmap(lambda di: _pass_fail(query, zc, di))(d_pad)  # [n_pad, chunk]
+    def one_chunk(zc, wc, qc):
+        P, Q = jax.vmap(lambda di: _pass_fail(qc, zc, di))(d_pad)  # [n_pad, chunk]
         P = jnp.where(valid[:, None], P, 0)
         Q = jnp.where(valid[:, None], Q, 1)
-        s, oms, jac = _inverse_mean_nodes(jnp.sum(P, axis=0), dtype)  # [T, chunk]
+        mu = jnp.sum(P, axis=0)
         Pb, Qb = P.reshape(nb, _BLOCK, -1), Q.reshape(nb, _BLOCK, -1)
-
-        # log F(s_t) = Σ_j log(1 − p_j s_t), block by block (vectorised, outside the recursions).
-        def log_block(acc, pq):
-            p, q = pq
-            return acc + jnp.sum(jnp.log(q[:, None] + p[:, None] * oms[None]), axis=0), None
-
-        logF, _ = lax.scan(log_block, jnp.zeros_like(s), (Pb, Qb))
-        A = jac * jnp.exp(logF)  # Σ_t A_t / (1 − p_i s_t) = E[1/(M_{−i} + 1)] | z
-
-        def inv_block(_, pq):
-            p, q = pq
-            return None, jnp.sum(A[None] / (q[:, None] + p[:, None] * oms[None]), axis=1)
-
-        _, e_inv = lax.scan(inv_block, None, (Pb, Qb))  # [nb, BLOCK, chunk]
+        # Nodes are sorted by z and μ(z) decreases in z, so a chunk is almost always in one
+        # regime: the cheap Gauss–Laguerre rule runs whenever it is exact for every node.
+        e_inv = lax.cond(jnp.all(mu >= LAGUERRE_FROM),
+                         lambda pb, qb: _inverse_means(pb, qb, mu, dtype, True),
+                         lambda pb, qb: _inverse_means(pb, qb, mu, dtype, False), Pb, Qb)
 
         def fwd_block(pre, pq_blk):
             def step(pre, pq):
@@ -294,11 +355,11 @@ def random_order(z, wz, d, query, *, states: int, c_mech: Optional[int], c_eff: 
 
         V0 = jnp.broadcast_to(terminal[:, :, None], (len(ks), states, zc.shape[0])).astype(dtype)
         _, outs = lax.scan(bwd_block, V0, (starts, Pb, Qb, e_inv), reverse=True)
-        return outs.reshape(n_pad, 3)[:n], full @ wc
+        return outs.reshape((n_pad,) + outs.shape[2:])[:n], full @ wc
 
-    out, count = _map_chunks(one_chunk, z, wz, chunk)
-    count = jnp.concatenate([count, (jnp.sum(wz) - jnp.sum(count))[None]])
-    return ItemLaw(out[:, 0], out[:, 1], out[:, 2], count, None)
+    out, count = _map_chunks(one_chunk, z, W, query, chunk)
+    count = jnp.concatenate([count, (jnp.sum(W, axis=0) - jnp.sum(count, axis=0))[None]])
+    return _law(out[:, 0], out[:, 1], out[:, 2], count, None, squeeze)
 
 
 # -- whole answer vectors (short streams) ------------------------------------------------------
@@ -308,7 +369,8 @@ def random_order(z, wz, d, query, *, states: int, c_mech: Optional[int], c_eff: 
 def answer_probabilities(z, wz, d, query, vectors, *, resample: bool = False):
     """P(answer vector) for every row of ``vectors`` (int[V, n]: 1 ⊤, 0 ⊥, −1 not evaluated).
 
-    Without resampling P(a) = ∫ f_ρ(z) Π_{a_i=⊤} p_i(z) Π_{a_i=⊥} (1 − p_i(z)) dz (the oracle of
+    ``query`` has a scalar scale here (one law at a time). Without resampling
+    P(a) = ∫ f_ρ(z) Π_{a_i=⊤} p_i(z) Π_{a_i=⊥} (1 − p_i(z)) dz (the oracle of
     ``tests/test_distribution.py``, DESIGN.md "Distribution tests"). With resampling (Lyu'17
     Algorithm 2) every ⊤ closes a segment whose ρ is independent of the others, so P(a) is the
     product over segments of such integrals, each over its own positions.

@@ -46,10 +46,13 @@ import math
 from typing import NamedTuple, Optional
 
 import numpy as np
+from scipy import special
 
+from svtjax._pytree import is_concrete
 from svtjax.noise import Exponential, Gaussian, Gumbel, Laplace, Noise, Zero
 
-__all__ = ["Rule", "build", "doubled", "padded", "density_weights", "KINK_ORDER"]
+__all__ = ["Rule", "build", "doubled", "padded", "density_weights", "host_density_weights",
+           "KINK_ORDER"]
 
 # Panel edges in units of the threshold noise's scale, graded to its density (a panel's
 # relative error shrinks with its mass, so tail panels may be wide).
@@ -106,11 +109,37 @@ def _scale(noise: Noise) -> float:
 
 
 def _cdf(noise: Noise, x: np.ndarray) -> np.ndarray:
-    return np.asarray(noise.cdf(np.asarray(x, np.float64)), np.float64)
+    """The threshold noise's cdf in numpy (host; eager JAX calls would compile per shape)."""
+    z = np.asarray(x, np.float64) / _scale(noise)
+    if isinstance(noise, Laplace):
+        return np.where(z < 0, 0.5 * np.exp(np.minimum(z, 0)), 1 - 0.5 * np.exp(-np.abs(z)))
+    if isinstance(noise, Gaussian):
+        return special.ndtr(z)
+    if isinstance(noise, Exponential):
+        return np.where(z < 0, 0.0, -np.expm1(-np.maximum(z, 0)))
+    if isinstance(noise, Gumbel):
+        return np.exp(-np.exp(-z))
+    raise ValueError(f"no quadrature for {type(noise).__name__} threshold noise")
+
+
+def _logpdf(noise: Noise, x: np.ndarray) -> np.ndarray:
+    """The threshold noise's log-density in numpy (host)."""
+    b = _scale(noise)
+    z = np.asarray(x, np.float64) / b
+    with np.errstate(divide="ignore"):
+        if isinstance(noise, Laplace):
+            return -np.abs(z) - math.log(2 * b)
+        if isinstance(noise, Gaussian):
+            return -0.5 * z * z - math.log(b) - 0.5 * math.log(2 * math.pi)
+        if isinstance(noise, Exponential):
+            return np.where(z < 0, -np.inf, -z - math.log(b))
+        if isinstance(noise, Gumbel):
+            return -z - np.exp(-z) - math.log(b)
+    raise ValueError(f"no quadrature for {type(noise).__name__} threshold noise")
 
 
 def _density(noise: Noise, x: np.ndarray) -> np.ndarray:
-    return np.exp(np.asarray(noise.logpdf(np.asarray(x, np.float64)), np.float64))
+    return np.exp(_logpdf(noise, x))
 
 
 def _thin_kinks(u: np.ndarray, weight: np.ndarray, scale: float, kappa: int, tol: float,
@@ -263,12 +292,21 @@ def doubled(rule: Rule) -> Rule:
     return _rule(_Panels(rule.lo, rule.hi, rule.order), 2)
 
 
+def host_density_weights(rule: Rule, threshold: Noise) -> np.ndarray:
+    """weights · f_ρ(nodes) in float64 numpy, for a concrete threshold noise."""
+    if isinstance(threshold, Zero):
+        return np.ones(1)
+    return rule.weights * _density(threshold, rule.nodes)
+
+
 def density_weights(rule: Rule, threshold: Noise, dtype=None):
-    """weights · f_ρ(nodes) as a JAX array (traced in the threshold noise's scale)."""
+    """weights · f_ρ(nodes) as a JAX array (traced when the threshold noise's scale is)."""
     import jax.numpy as jnp
 
     if isinstance(threshold, Zero):
         return jnp.ones(1, dtype)
+    if is_concrete(threshold):  # host numbers: no per-shape compilation
+        return jnp.asarray(host_density_weights(rule, threshold), dtype)
     z = jnp.asarray(rule.nodes, dtype)
     return jnp.asarray(rule.weights, dtype) * jnp.exp(threshold.logpdf(z))
 
