@@ -58,7 +58,8 @@ def _pass_fail(query: Optional[Noise], z, d_i):
 
 
 def _shift_up(D):
-    """Count distribution after a sure ⊤: mass at k moves to k + 1 (the top state leaves)."""
+    """D[k − 1] at k (0 at k = 0): after a sure ⊤ the mass at k moves to k + 1 and the top state
+    leaves; on a distribution function it is F[k − 1]."""
     return jnp.concatenate([jnp.zeros_like(D[:1]), D[:-1]], axis=0)
 
 
@@ -118,9 +119,9 @@ def _law(top, member, evaluated, count, halted, squeeze: bool) -> "ItemLaw":
 def fixed_order(z, wz, d, query, *, states: int, c_mech: Optional[int], c_eff: int) -> ItemLaw:
     """Forward recursion over positions carrying the distribution of the ⊤ count.
 
-    For each node z the carry D[k] = P(k ⊤ so far, not halted | z), k < ``states``; position i
-    is evaluated with probability Σ_{k<c} D[k] and answers ⊤ with p_i(z) times that; a ⊤ moves
-    mass from k to k + 1, and mass reaching c halts (absorbing). Cost O(G · n · c).
+    For each node z the carry is the law of the ⊤ count so far, k < ``states`` (mass reaching c
+    has halted: absorbing); position i is evaluated with probability P(count < c) and answers ⊤
+    with p_i(z) times that; a ⊤ moves mass from k to k + 1. Cost O(G · n · c).
 
     Args:
       z: float[G] quadrature nodes.
@@ -138,18 +139,21 @@ def fixed_order(z, wz, d, query, *, states: int, c_mech: Optional[int], c_eff: i
 
     def one_chunk(zc, wc, qc):
         P, Q = jax.vmap(lambda di: _pass_fail(qc, zc, di))(d)  # [n, chunk]
-        D0 = jnp.zeros((states, zc.shape[0]), zc.dtype).at[0].set(1.0)
+        # The carry is the distribution function F[k] = P(count ≤ k, not halted): the same
+        # update as the probabilities (a ⊤ moves mass up one count), and P(not halted) is its
+        # last entry, so no sum per step.
+        F0 = jnp.ones((states, zc.shape[0]), zc.dtype)
 
-        def step(D, pq):
+        def step(F, pq):
             p, q = pq
-            alive = jnp.sum(D, axis=0)  # not halted (c_mech) / fewer than c_eff ⊤ (no cut-off)
-            alive_eff = alive if c_eff == states else jnp.sum(D[:c_eff], axis=0)
+            alive = F[-1]  # not halted (c_mech) / fewer than c_eff ⊤ (no cut-off)
+            alive_eff = F[c_eff - 1]
             rows = [p * alive, p * alive_eff, alive] if c_mech is not None else \
                 [p, p * alive_eff]
-            return D * q + _shift_up(D) * p, jnp.stack(rows) @ wc
+            return F * q + _shift_up(F) * p, jnp.stack(rows) @ wc
 
-        D, out = lax.scan(step, D0, (P, Q))
-        return out, D @ wc
+        F, out = lax.scan(step, F0, (P, Q))
+        return out, (F - _shift_up(F)) @ wc
 
     out, count = _map_chunks(one_chunk, z, W, query, chunk)  # [n, rows, L], [states, L]
     total = jnp.sum(W, axis=0)
