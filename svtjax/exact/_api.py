@@ -101,8 +101,8 @@ def selection_law(mech: Any, queries: Any, thresholds: Any, *, shuffle: bool = F
     positions carrying the distribution of the ⊤ count given ρ, integrated over ρ; with
     ``resample`` (``dpbook``) a Markov chain over (position, count) with a fresh ρ per segment.
     Random order (``shuffle=True``, each trial a fresh uniform order as ``svtjax.simulate``
-    draws it): item i is evaluated iff fewer than c of the items passing before it, integrated
-    exactly over its uniform arrival time (see :func:`svtjax.exact._laws.random_order`).
+    draws it): item i is evaluated iff fewer than c of the items before it pass, which is
+    integrated exactly over its uniform arrival time (:func:`svtjax.exact._laws.random_order`).
 
     Args:
       mech: a mechanism of :data:`svtjax.exact.SUPPORTED` or a :class:`ThresholdLaw`.
@@ -134,9 +134,9 @@ def _answer_size(law_: ThresholdLaw, c: Optional[int]) -> int:
     return int(_validate.integer("c", c, minimum=1))
 
 
-def selection_laws(mechs: Sequence[Any], queries: Any, thresholds: Any, *, shuffle: bool,
-                    c: Optional[int], rules: Optional[Sequence[_quadrature.Rule]]
-                    ) -> list[SelectionLaw]:
+def selection_laws(mechs: Sequence[Any], queries: Any, thresholds: Any, *,
+                   shuffle: bool = False, c: Optional[int] = None,
+                   rules: Optional[Sequence[_quadrature.Rule]] = None) -> list[SelectionLaw]:
     """:func:`selection_law` of several mechanisms of one structure in one kernel call.
 
     Their quadrature nodes are concatenated (each law's density weights in its own column, the
