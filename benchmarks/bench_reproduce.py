@@ -30,8 +30,8 @@ SCHEMA = "svtjax-reproduce/1"
 
 
 def main(argv=None) -> int:
+    from benchmarks.machine import cpu_model, load
     from svtjax import experiments
-    from svtjax.bench import _cpu_model, _load
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--mode", choices=("paper", "quick"), default="paper")
@@ -45,7 +45,7 @@ def main(argv=None) -> int:
     if unknown:
         p.error(f"unknown experiment(s) {unknown}; registered: {experiments.names()}")
     rows = []
-    start_load = _load()
+    start_load = load()
     t_all = time.perf_counter()
     for name in names:
         cmd = [sys.executable, "-m", "svtjax.cli", "reproduce", name, f"--{args.mode}",
@@ -56,16 +56,16 @@ def main(argv=None) -> int:
         seconds = time.perf_counter() - t0
         tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
         rows.append({"experiment": name, "seconds": seconds, "returncode": proc.returncode,
-                     "tail": tail, "load_1m": _load()[0] if _load() else None})
+                     "tail": tail, "load_1m": load()[0] if load() else None})
         print(f"[reproduce] {name}: {seconds:.0f} s, exit {proc.returncode}", flush=True)
     total = time.perf_counter() - t_all
     machine = args.machine or socket.gethostname()
     now = _dt.datetime.now(_dt.timezone.utc)
     record = {
         "schema": SCHEMA, "created": now.isoformat(timespec="seconds"), "mode": args.mode,
-        "machine": {"machine_id": machine, "cpu_model": _cpu_model(),
+        "machine": {"machine_id": machine, "cpu_model": cpu_model(),
                     "logical_cores": os.cpu_count(), "platform": platform.platform()},
-        "load_average": {"start": start_load, "end": _load()},
+        "load_average": {"start": start_load, "end": load()},
         "experiments": rows, "total_seconds": total,
         "all_succeeded": all(r["returncode"] == 0 for r in rows),
     }

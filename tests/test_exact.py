@@ -227,7 +227,7 @@ def test_unsupported_mechanisms_raise_naming_the_supported_set():
                                       "correction": "none"}),
                          ("stagewise-svt", {"c": 4, "threshold_noise": svtjax.noise.Laplace(1.0),
                                             "query_noise": svtjax.noise.Laplace(2.0)})):
-        with pytest.raises(ValueError, match="supported mechanisms are lyu-alg1"):
+        with pytest.raises(ValueError, match="supported: single-pass Figure 1 .* lyu-alg1"):
             exact.selection_probabilities(svtjax.get(name, **params), q, 1.0)
     with pytest.raises(ValueError, match="random order is not supported"):
         exact.selection_law(svtjax.get("dpbook", epsilon=1.0, c=2), q, 1.0, shuffle=True)
@@ -241,6 +241,47 @@ def test_unsupported_mechanisms_raise_naming_the_supported_set():
     with pytest.raises(ValueError, match="optimal correction"):
         jax.jit(lambda s: exact.law_at_share("svt-exp", s, epsilon=1.0, c=2,
                                              correction_k=3))(0.3)
+
+
+def test_law_is_read_from_figure1_hooks():
+    """The adapter is generic: any Figure 1 rule without a custom step, read through its hooks
+    (a subclass of one's own included); a custom step is refused."""
+    from svtjax._pytree import pytree_dataclass
+    from svtjax.mechanisms.classic import LyuAlg1
+    from svtjax.mechanisms.rules import Written
+
+    names = exact.supported()
+    assert {"lyu-alg1", "dpbook", "svt-s", "svt-retr", "svt-exp", "generalized-svt"} <= set(names)
+    assert not {"em-peeling", "stagewise-svt", "adaptive-svt-gap"} & set(names)
+
+    # svt-retr in one pass is svt-s with every threshold raised by raise_by · D.
+    q, t = np.array([3.0, 1.0, 4.0, 1.5, 5.0, 9.0, 2.0]), 2.5
+    retr = svtjax.get("svt-retr", epsilon=1.0, c=2, raise_by=0.7, max_passes=1)
+    plain = svtjax.get("svt-s", epsilon=1.0, c=2)
+    raised = t + 0.7 * float(plain.query_noise().scale)
+    np.testing.assert_allclose(np.asarray(exact.selection_probabilities(retr, q, t)),
+                               np.asarray(exact.selection_probabilities(plain, q, raised)),
+                               rtol=0, atol=1e-12)
+
+    @pytree_dataclass
+    class GaussianAlg1(LyuAlg1):  # not registered: the adapter reads the rule, not a name
+        name = "gaussian-alg1"
+
+        def query_noise(self):
+            return svtjax.noise.Gaussian(3.0)
+
+    law_ = exact.law(GaussianAlg1(epsilon=1.0, c=2))
+    assert isinstance(law_.query_noise, svtjax.noise.Gaussian) and law_.c == 2
+
+    @pytree_dataclass
+    class Custom(LyuAlg1):
+        name = "custom-step"
+
+        def step(self, state, x):
+            return state, Written(x.query > 0)
+
+    with pytest.raises(ValueError, match="'custom-step' has no single-threshold law"):
+        exact.law(Custom(epsilon=1.0, c=2))
 
 
 def test_expected_metrics_definitions():
@@ -372,4 +413,7 @@ def test_audit_cli_exact(capsys):
     assert main(["chen", "--epsilon", "0.1", "--exact"]) == 0
     assert "exceeds the nominal" in capsys.readouterr().out
     assert main(["em-peeling", "--epsilon", "0.1", "--c", "1", "--exact"]) == 2
-    assert "supported mechanisms are" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "supported: single-pass Figure 1" in err and len(err.strip().splitlines()) == 1
+    assert main(["lyu-alg1", "--epsilon", "0.1", "--exact", "--trials", "10"]) == 2
+    assert "do not apply with --exact" in capsys.readouterr().err

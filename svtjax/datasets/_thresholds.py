@@ -9,7 +9,9 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+import dataclasses
+import types
+from typing import Any, Callable, NamedTuple, Optional
 
 import numpy as np
 
@@ -17,7 +19,8 @@ from svtjax import _validate
 from svtjax.datasets import _registry
 from svtjax.datasets._types import Dataset
 
-__all__ = ["lyu_threshold", "ding_threshold", "fixed_threshold", "RankedThreshold"]
+__all__ = ["lyu_threshold", "ding_threshold", "fixed_threshold", "RankedThreshold",
+           "ThresholdRule", "THRESHOLD_RULES"]
 
 
 def _descending(scores) -> np.ndarray:
@@ -130,3 +133,52 @@ def fixed_threshold(dataset: Dataset | str, paper: str = "liu24") -> float:
                          f"thresholds known for it: {have or 'none'} (use lyu_threshold or "
                          "ding_threshold)")
     return float(rule["threshold"])
+
+
+@dataclasses.dataclass(frozen=True)
+class ThresholdRule:
+    """A per-trial threshold rule: each trial of a sweep point draws its own threshold.
+
+    Attributes:
+      name: the name a sweep config gives as ``threshold``.
+      draw: ``draw(key, sorted_scores, c) -> float``, one trial's threshold, traced inside the
+        compiled chunk: ``key`` a per-trial PRNG key independent of the mechanism's,
+        ``sorted_scores`` the scores in descending order, ``c`` the point's top-c size (int32,
+        traced).
+      description: one line, recorded in a sweep's ``results.json``.
+      check: optional ``check(n, c)`` run on the host before compiling; raises ValueError when
+        the rule cannot serve a dataset of n items at top-c size c.
+    """
+
+    name: str
+    draw: Callable
+    description: str
+    check: Optional[Callable] = None
+
+
+def _ding_draw(key, sorted_scores, c):
+    """:func:`ding_threshold` for one trial, in JAX: index i uniform on {2c, ..., 8c − 1}
+    (``jax.random.randint``, int32), threshold = mean of the descending scores at i, i + 1."""
+    import jax
+    import jax.numpy as jnp
+
+    i = jax.random.randint(key, (), 2 * c, 8 * c, dtype=jnp.int32)
+    return (sorted_scores[i] + sorted_scores[i + 1]) / 2
+
+
+def _ding_check(n: int, c: int) -> None:
+    if 8 * c + 1 > n:
+        raise ValueError(f"threshold \"ding\" needs at least 8c + 1 = {8 * c + 1} items; the "
+                         f"dataset has {n} (use a smaller c)")
+
+
+THRESHOLD_RULES = types.MappingProxyType({
+    "ding": ThresholdRule(
+        "ding", _ding_draw, "Ding et al. 2019, Sec. 7 (svtjax.datasets.ding_threshold): index i "
+        "uniform on {2c, ..., 8c - 1} (jax.random.randint, int32), threshold = mean of the "
+        "descending scores at 0-based positions i, i + 1, redrawn every trial",
+        check=_ding_check),
+})
+"""The built-in per-trial threshold rules, by name (read-only). A sweep names one as
+``threshold = "ding"``; rules of one's own are passed to ``svtjax.sweep.run`` /
+``load_config`` as ``threshold_rules=[ThresholdRule(...)]``."""

@@ -22,10 +22,12 @@ Public API:
 * :func:`law`, :func:`law_at_share`, :class:`ThresholdLaw`, :func:`quadrature` — the adapter
   and the rule, for differentiating with respect to a traced share.
 
-Supported (:data:`SUPPORTED`): lyu-alg1, dpbook (fixed order), roth11, lee-clifton, stoddard,
-chen, svt-s (any allocation, noisy answers or not), svt-gap, svt-exp (any query-noise family and
-correction; RESAMPLE in fixed order; not APPEND), generalized-svt (any noise pair, k_max and
-RESAMPLE in fixed order). Other mechanisms raise ``ValueError`` naming this list. float64
+Supported (:func:`supported`): every registered rule that runs Lyu'17's Figure 1 loop unchanged
+(a ``Figure1`` subclass without a custom step) in one pass — lyu-alg1, dpbook (fixed order),
+roth11, lee-clifton, stoddard, chen, svt-s (any allocation, noisy answers or not), svt-retr with
+``max_passes=1``, svt-gap, svt-exp (any query-noise family and correction; RESAMPLE in fixed
+order; not APPEND), generalized-svt (any noise pair, k_max and RESAMPLE in fixed order), and a
+variant of one's own of that form. Other mechanisms raise ``ValueError`` naming the list. float64
 (``jax.config.update("jax_enable_x64", True)``) is recommended.
 
 References:
@@ -35,7 +37,7 @@ References:
   Zhu, Wang 2020 (``seeds/004_bdeae1095d972a05.txt``): Algorithm 2.
 """
 
-from svtjax.exact._adapter import SHARE_SUPPORTED, SUPPORTED, ThresholdLaw, law, law_at_share
+from svtjax.exact._adapter import SHARE_SUPPORTED, ThresholdLaw, law, law_at_share, supported
 from svtjax.exact._allocation import Allocation, optimal_allocation, share_of
 from svtjax.exact._api import (
     METRIC_KEYS,
@@ -57,7 +59,6 @@ from svtjax.exact._privacy import (
 )
 
 __all__ = [
-    "SUPPORTED",
     "SHARE_SUPPORTED",
     "METRIC_KEYS",
     "ThresholdLaw",
@@ -66,6 +67,7 @@ __all__ = [
     "PrivacyLoss",
     "law",
     "law_at_share",
+    "supported",
     "quadrature",
     "selection_law",
     "selection_laws",

@@ -10,9 +10,15 @@ Everything else in ``svtjax.exact`` depends only on :class:`ThresholdLaw` and on
 * the run halts after c ⊤ (or never), optionally after the first ``k_max`` positions;
 * ``Outcome.cost`` is ``top_cost`` at every ⊤ and 0 elsewhere.
 
-Today these facts are read from the kernel's ``mech.spec()`` / ``mech.scales()``
-(``svtjax.mechanisms._svt_engine.SVTSpec``, ``SVTScales``); :func:`law` checks each of them and
-refuses anything else with the list of supported mechanisms.
+These are exactly the mechanisms that run Lyu et al.'s Figure 1 loop unchanged: a
+:class:`~svtjax.mechanisms.classic.Figure1` rule whose ``init``, ``step``, ``halted`` and
+comparison are Figure 1's own (no custom rule), with one pass and no per-position cost. Their
+law is read from the rule's own hooks — the streams the engine draws (``initial_streams()
+["threshold"]``, ``streams()["query"]`` and ``["refresh"]``), ``cutoff()``,
+``threshold_shift()``, ``top_cost()``, ``resamples()`` and ``cap()`` — so a registered
+variant of one's own that only changes Figure 1's noises, shift or cut-off is supported with
+no change here. :func:`supported` lists the registered names that qualify; :func:`law` refuses
+anything else with that list.
 
 :func:`law_at_share` maps a budget share θ = ε1 / (ε1 + ε2) to the law *as a traced function*
 (mechanism construction validates concrete floats, so it cannot run under ``jax.grad``): the
@@ -31,18 +37,16 @@ import jax.numpy as jnp
 from svtjax._pytree import is_concrete
 from svtjax.noise import Exponential, Gaussian, Gumbel, Laplace, Noise
 
-__all__ = ["ThresholdLaw", "law", "law_at_share", "SUPPORTED", "SHARE_SUPPORTED"]
-
-SUPPORTED = ("lyu-alg1", "dpbook", "roth11", "lee-clifton", "stoddard", "chen", "svt-s",
-             "svt-gap", "svt-exp", "generalized-svt")
-"""Registry names with a single-threshold law (``dpbook`` and RESAMPLE in fixed order only;
-``svt-exp`` without APPEND)."""
+__all__ = ["ThresholdLaw", "law", "law_at_share", "supported", "SHARE_SUPPORTED"]
 
 SHARE_SUPPORTED = ("svt-s", "svt-gap", "svt-exp")
 """Mechanisms whose ε1 : ε2 split :func:`law_at_share` (and ``optimal_allocation``) varies."""
 
 _NOISES = {"exponential": Exponential, "gumbel": Gumbel, "laplace": Laplace,
            "gaussian": Gaussian}
+
+_FIGURE1_RULE = ("init", "step", "halted", "_compare")
+"""Figure 1's methods a supported rule must not replace (they decide the answers)."""
 
 
 class ThresholdLaw(NamedTuple):
@@ -52,7 +56,8 @@ class ThresholdLaw(NamedTuple):
       threshold_noise: ρ, a ``svtjax.noise`` object (its scale may be traced).
       query_noise: ν, or None for noiseless comparisons (Lyu'17 Algorithm 5).
       c: the cut-off (a Python int: it fixes array shapes), or None for no cut-off.
-      shift: added to every threshold (svt-exp's correction r); scalar, may be traced.
+      shift: added to every threshold (svt-exp's correction r, svt-retr's raise); scalar, may
+        be traced.
       top_cost: ``Outcome.cost`` at each ⊤; scalar, may be traced.
       resample: ρ is redrawn after every ⊤ (Dwork & Roth; Lyu'17 Algorithm 2 line 5).
       k_max: only the first ``k_max`` positions are evaluated (Zhu & Wang 2020, Algorithm 2
@@ -68,10 +73,28 @@ class ThresholdLaw(NamedTuple):
     k_max: Optional[int] = None
 
 
+def _figure1_class(cls: Any) -> bool:
+    """Whether ``cls`` runs Figure 1's loop unchanged (its own noises, shift, cut-off, cap)."""
+    from svtjax.mechanisms.classic import Figure1
+
+    return (isinstance(cls, type) and issubclass(cls, Figure1)
+            and all(getattr(cls, m) is getattr(Figure1, m) for m in _FIGURE1_RULE)
+            and not cls.per_position_cost)
+
+
+def supported() -> list[str]:
+    """Registered mechanism names with a single-threshold law (each also needs one pass:
+    ``svt-retr`` with ``max_passes=1``, ``svt-exp`` without APPEND; resampling — ``dpbook``,
+    ``resample=True`` — in fixed order only)."""
+    from svtjax import mechanisms
+
+    return [name for name, cls in mechanisms.registry().items() if _figure1_class(cls)]
+
+
 def _unsupported(name: Any, why: str) -> ValueError:
-    return ValueError(f"svtjax.exact: {why}; supported mechanisms are {', '.join(SUPPORTED)} "
-                      "(single pass, one threshold noise; dpbook and resample=True in fixed "
-                      "order only)")
+    return ValueError(f"svtjax.exact: {why}; supported: single-pass Figure 1 (Lyu'17) rules "
+                      f"without a custom step, i.e. {', '.join(supported())} (one pass; "
+                      "resampling in fixed order only)")
 
 
 def _concrete_int(name: str, value: Any, mech_name: str) -> int:
@@ -81,26 +104,41 @@ def _concrete_int(name: str, value: Any, mech_name: str) -> int:
     return int(value)
 
 
+def _same_law(a: Noise, b: Noise) -> bool:
+    if type(a) is not type(b):
+        return False
+    leaves = (a.scale_value, b.scale_value)
+    return not is_concrete(leaves) or float(leaves[0]) == float(leaves[1])
+
+
 def law(mech: Any) -> ThresholdLaw:
-    """The threshold law of a built mechanism.
+    """The threshold law of a built mechanism (see the module docstring for which qualify).
 
     Raises:
-      ValueError: the mechanism is not single-threshold (the message names the supported set).
+      ValueError: the mechanism has no single-threshold law (the message names the supported
+        set).
     """
-    name = getattr(mech, "name", None)
-    if name not in SUPPORTED:
-        raise _unsupported(name, f"{name!r} has no single-threshold law")
-    spec, sc = mech.spec(), mech.scales()
-    if spec.max_passes != 1:
-        raise _unsupported(name, f"{name} with {spec.max_passes} passes (APPEND/retraversal) "
-                                 "is not a single pass")
-    if spec.stagewise:
-        raise _unsupported(name, f"{name} restarts in stages")
-    threshold = spec.threshold_noise(sc.threshold)
-    query = None if spec.query_noise is None else spec.query_noise(sc.query)
-    c = _concrete_int("c", sc.c, name) if spec.cutoff else None
-    k_max = _concrete_int("k_max", sc.k_max, name) if spec.capped else None
-    return ThresholdLaw(threshold, query, c, sc.shift, sc.top_cost, bool(spec.resample), k_max)
+    name = getattr(mech, "name", type(mech).__name__)
+    if not _figure1_class(type(mech)):
+        raise _unsupported(name, f"{name!r} has no single-threshold law (it is not Figure 1's "
+                                 "loop unchanged)")
+    passes = mech.passes()
+    if passes != 1:
+        raise _unsupported(name, f"{name} with {passes} passes (APPEND/retraversal) is not a "
+                                 "single pass")
+    threshold = mech.initial_streams()["threshold"]  # what Figure1.init reads
+    streams = mech.streams()
+    query = streams.get("query")  # what Figure1._compare adds (absent: ν = 0)
+    resample = bool(mech.resamples())
+    if resample and not _same_law(streams["refresh"], threshold):
+        raise _unsupported(name, f"{name} redraws ρ from a law other than the first ρ's")
+    c = mech.cutoff()
+    c = None if c is None else _concrete_int("c", c, name)
+    k_max = mech.cap()
+    k_max = None if k_max is None else _concrete_int("k_max", k_max, name)
+    shift = mech.threshold_shift()
+    return ThresholdLaw(threshold, query, c, 0.0 if shift is None else shift, mech.top_cost(),
+                        resample, k_max)
 
 
 def _budget(name: str, epsilon: Any, params: dict) -> Any:

@@ -55,10 +55,10 @@ def share_of(name: str, c: int, *, allocation: Any = None, monotonic: bool = Fal
     if name not in SHARE_SUPPORTED:
         raise ValueError(f"{name!r} has no split rule; supported: {', '.join(SHARE_SUPPORTED)}")
     if name == "svt-exp" and allocation in (None, "table4"):
-        x = budget.liu_ratio_host(noise, int(c), monotonic)
+        x = float(budget.liu_ratio(noise, int(c), monotonic))
     else:
         rule = allocation if allocation is not None else budget.optimal_rule(monotonic)
-        x = budget.ratio_host(rule, int(c))
+        x = float(budget.ratio(rule, int(c)))
     return 1.0 / (1.0 + x)
 
 

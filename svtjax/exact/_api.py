@@ -105,7 +105,7 @@ def selection_law(mech: Any, queries: Any, thresholds: Any, *, shuffle: bool = F
     integrated exactly over its uniform arrival time (:func:`svtjax.exact._laws.random_order`).
 
     Args:
-      mech: a mechanism of :data:`svtjax.exact.SUPPORTED` or a :class:`ThresholdLaw`.
+      mech: a mechanism of :func:`svtjax.exact.supported` or a :class:`ThresholdLaw`.
       queries: float[n] true answers (scores), any finite reals.
       thresholds: a scalar or float[n].
       shuffle: random order, as ``svtjax.simulate(..., shuffle=True)``.

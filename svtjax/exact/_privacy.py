@@ -106,7 +106,7 @@ def privacy_loss(mech: Any, queries: Any, queries_prime: Any, thresholds: Any = 
     """The exact privacy loss of ``mech`` over answer vectors on one pair of inputs.
 
     Args:
-      mech: a mechanism of :data:`svtjax.exact.SUPPORTED` (``dpbook`` included).
+      mech: a mechanism of :func:`svtjax.exact.supported` (``dpbook`` included).
       queries, queries_prime: float[n] each, n ≤ :data:`MAX_LENGTH`. Neighbouring is the
         caller's responsibility (|q_i − q′_i| ≤ Δ is what the SVT proofs assume).
       thresholds: scalar or float[n], the same on both sides.

@@ -33,7 +33,7 @@ contributes -- the squared errors of the measurements alone and combined with th
 (Theorem 3's BLUE and Section 6.2's inverse-variance combination, written for a traced k as
 :func:`blue_top_k_errors` / :func:`combine_errors` and tested equal to
 :mod:`svtjax.estimators`), Lemma 5 coverage, answers, precision, F-measure, budget left -- are
-per-trial metrics registered with ``svtjax.sweep.register_metric`` (their per-point constants,
+per-trial metrics passed to ``svtjax.sweep.run`` (:func:`sweep_metrics`) (their per-point constants,
 Var(α), Var(γ), Lemma 5's quantile, come from :mod:`svtjax.estimators` through ``prepare``), so
 only means and variances leave the chunk. The measurement noise Lap(k/(ε/2)) comes from the
 engine's per-trial metric key, independent of the mechanism's. The fixed item order (default)
@@ -375,11 +375,15 @@ def _m_reached(out, scores, c, ctx):
     return _answer_counts(out, scores, c, ctx)[0] >= c
 
 
-def register_metrics() -> None:
-    """Registers Ding'19's per-trial metrics with ``svtjax.sweep`` (idempotent)."""
+def sweep_metrics() -> list:
+    """Ding'19's per-trial metrics, as ``svtjax.sweep.Metric`` objects for ``sweep.run``."""
     from svtjax import sweep
 
-    reg = sweep.register_metric
+    out = []
+
+    def reg(name, fn, description, prepare=None):
+        out.append(sweep.Metric(name, fn, description, prepare))
+
     reg("ding_selected", _m_selected, "Ding'19: number of selected queries (at most k)")
     reg("ding_used", _m_used, "Ding'19: 1 if the run selected a query")
     reg("ding_mse_measure", _m_mse_measure, "Ding'19: mean squared error over the selected "
@@ -400,6 +404,7 @@ def register_metrics() -> None:
     reg("ding_remaining", _m_remaining, "Ding'19: share of ε left after the first k answers "
         "(adaptive SVT; 0 if fewer than k answers, 0 for SVT)")
     reg("ding_reached", _m_reached, "Ding'19: 1 if the run gave at least k answers")
+    return out
 
 
 def _sweep_head(config: Config, what: str, name: str, metrics) -> dict[str, Any]:
@@ -442,7 +447,6 @@ def mse_sweep(config: Config, name: str) -> dict[str, Any]:
                        "epsilon": eps / 2, "monotonic": True})
         tables.append({"name": "noisy-top-k-gap", "label": _mse_label("noisy-top-k-gap", eps, k),
                        "c": k, "k": kmax, "epsilon": kmax * (eps / 2) / k, "monotonic": True})
-    register_metrics()
     return {"sweep": _sweep_head(config, "mse", name, MSE_METRICS),
             "grid": {"c": [kmax]}, "mechanisms": tables}
 
@@ -450,7 +454,6 @@ def mse_sweep(config: Config, name: str) -> dict[str, Any]:
 def adaptive_sweep(config: Config, name: str) -> dict[str, Any]:
     """The ``svtjax.sweep`` config of Figures 3-4 on one dataset: Sparse Vector (``svt-s``) and
     Adaptive-Sparse-Vector-with-Gap at ``fig1_epsilon`` for every k, per-run thresholds."""
-    register_metrics()
     return {"sweep": _sweep_head(config, "adaptive", name, ADAPTIVE_METRICS),
             "grid": {"epsilon": [float(config.fig1_epsilon)],
                      "c": sorted(set(int(k) for k in config.ks))},
@@ -536,7 +539,7 @@ def run(config: Config, log=print) -> tuple[dict[str, list[dict[str, Any]]], dic
             continue
         start_ds = time.perf_counter()
         res = sweep.run(mse_sweep(config, name), os.path.join(config.out, "sweep", "mse", name),
-                        log=log if config.verbose else quiet)
+                        log=log if config.verbose else quiet, metrics=sweep_metrics())
         cells = _moments(res)
         for figure, eps, k in _mse_cells(config):
             for label, kind in (("svt-gap", "gap"), ("noisy-top-k-gap", "topk")):
@@ -551,7 +554,7 @@ def run(config: Config, log=print) -> tuple[dict[str, list[dict[str, Any]]], dic
                                  **_mse_cell(kind, m, k, mech)})
         res = sweep.run(adaptive_sweep(config, name),
                         os.path.join(config.out, "sweep", "adaptive", name),
-                        log=log if config.verbose else quiet)
+                        log=log if config.verbose else quiet, metrics=sweep_metrics())
         cells = _moments(res)
         for k in ks:
             row = {"dataset": name, "epsilon": config.fig1_epsilon, "k": k,

@@ -227,23 +227,22 @@ def _tops_first(t: int, out, scores, c, ctx):
     return jnp.sum(out.answers[:, :t] == 1, axis=-1)
 
 
-def _register_metrics(ts: Sequence[int] = ()) -> list[str]:
-    """Registers Exp 1's metrics and Exp 2's ``zw_tops@t`` for each t; returns the latter."""
+def sweep_metrics(ts: Sequence[int] = ()) -> list:
+    """Exp 1's metrics and Exp 2's ``zw_tops@t`` for each t, as ``svtjax.sweep.Metric``
+    objects for ``sweep.run``."""
     import functools
 
     from svtjax import sweep
 
-    sweep.register_metric("zw_processed", _processed,
-                          "Zhu & Wang 2020 Exp 1: queries processed before halting")
-    sweep.register_metric("zw_censored", _censored,
-                          "Zhu & Wang 2020 Exp 1: 1 if still running at the end of the stream")
-    names = []
+    out = [sweep.Metric("zw_processed", _processed,
+                        "Zhu & Wang 2020 Exp 1: queries processed before halting"),
+           sweep.Metric("zw_censored", _censored,
+                        "Zhu & Wang 2020 Exp 1: 1 if still running at the end of the stream")]
     for t in ts:
-        names.append(f"zw_tops@{int(t)}")
-        sweep.register_metric(names[-1], functools.partial(_tops_first, int(t)),
-                              f"Zhu & Wang 2020 Exp 2: number of ⊤ among the first {int(t)} "
-                              "queries")
-    return names
+        out.append(sweep.Metric(f"zw_tops@{int(t)}", functools.partial(_tops_first, int(t)),
+                                f"Zhu & Wang 2020 Exp 2: number of ⊤ among the first {int(t)} "
+                                "queries"))
+    return out
 
 
 def fig1_sweep(config: Config, threshold: float,
@@ -253,7 +252,6 @@ def fig1_sweep(config: Config, threshold: float,
     Args:
       methods: c -> :func:`calibrate_fig1`'s result at (c, ``threshold``).
     """
-    _register_metrics()
     tables = [{"name": m["name"], "label": f"{label} | c={c}", **m["params"]}
               for c, by in methods.items() for label, m in by.items()]
     return {"sweep": {"name": f"zhu_wang2020-fig1-T{threshold:g}", "trials": config.trials,
@@ -273,7 +271,8 @@ def run_fig1(config: Config, log=print) -> list[dict[str, Any]]:
                    for c in config.cs}
         result = sweep.run(fig1_sweep(config, threshold, methods),
                            os.path.join(config.out, "sweep", f"fig1_T{threshold:g}"),
-                           log=log if config.verbose else (lambda msg: None))
+                           log=log if config.verbose else (lambda msg: None),
+                           metrics=sweep_metrics())
         by = group_rows(result.rows, "label")
         for c, ms in methods.items():
             for label, m in ms.items():
@@ -315,7 +314,7 @@ def fig2_sweep(config: Config) -> dict[str, Any]:
     s1 = config.fig2_sigma1
     lam1 = s1 / math.sqrt(2)
     t_max = int(config.fig2_queries)
-    metrics = _register_metrics(_fig2_queries(t_max))
+    metrics = [f"zw_tops@{int(t)}" for t in _fig2_queries(t_max)]
     return {"sweep": {"name": "zhu_wang2020-fig2", "trials": config.fig2_trials,
                       "seed": config.seed,
                       "datasets": [{"name": "binary", "n": t_max + 1, "positives": 0}],
@@ -341,7 +340,8 @@ def run_fig2(config: Config, log=print) -> list[dict[str, Any]]:
     sigma = math.hypot(s1, s2)
     t_max, thr, delta = config.fig2_queries, config.fig2_threshold, config.fig2_delta
     result = sweep.run(fig2_sweep(config), os.path.join(config.out, "sweep", "fig2"),
-                       log=log if config.verbose else (lambda msg: None))
+                       log=log if config.verbose else (lambda msg: None),
+                       metrics=sweep_metrics(_fig2_queries(t_max)))
     tops = {(r["label"], int(r["metric"].split("@")[1])): r["mean"] for r in result.rows}
     lap_round = acc.generalized_svt_guarantee(Laplace(lam1), Laplace(lam2), 1)
     screen = acc.RDP("noisy screening", lambda a: acc.noisy_screening_rdp(a, sigma, thr, 0.0))
