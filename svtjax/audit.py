@@ -1509,7 +1509,9 @@ def _run_exact(args) -> str:
     ignored = [flag for flag, value in (("--seconds", args.seconds), ("--trials", args.trials),
                                         ("--delta", args.delta)) if value is not None]
     if ignored:
-        raise ValueError(f"{' and '.join(ignored)} do not apply with --exact (no trials are run)")
+        verb = "does" if len(ignored) == 1 else "do"
+        raise ValueError(f"{' and '.join(ignored)} {verb} not apply with --exact (no trials are "
+                         "run)")
     from svtjax.exact import audit_report
 
     return audit_report(_mechanism_from_args(args), as_json=args.json)

@@ -416,4 +416,4 @@ def test_audit_cli_exact(capsys):
     err = capsys.readouterr().err
     assert "supported: single-pass Figure 1" in err and len(err.strip().splitlines()) == 1
     assert main(["lyu-alg1", "--epsilon", "0.1", "--exact", "--trials", "10"]) == 2
-    assert "do not apply with --exact" in capsys.readouterr().err
+    assert "not apply with --exact" in capsys.readouterr().err
