@@ -473,6 +473,41 @@ def allocator_md(results_dir: Path) -> list:
     return out + [""]
 
 
+def versions_md(results_dir: Path) -> list:
+    """The "before and after" section: the latest record of benchmarks/bench_versions.py."""
+    recs = []
+    for path in sorted(Path(results_dir).glob("versions-*.json")):
+        try:
+            rec = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if rec.get("benchmark") == "versions":
+            rec["_path"] = path
+            recs.append(rec)
+    out = ["## Every mechanism, two checkouts", ""]
+    if not recs:
+        return out + ["No record yet: run `python benchmarks/bench_versions.py OLD NEW`.", ""]
+    rec = max(recs, key=lambda r: r["date"])
+    commits = [r["commit"] for r in rec["roots"]]
+    out += [f"Source: `{os.path.relpath(rec['_path'], Path(results_dir).parent)}` "
+            f"(`python benchmarks/bench_versions.py`, run {rec['date']}, "
+            f"{rec['cpu_count']} logical cores, load average at start "
+            f"{[round(x, 2) for x in rec['load']['start']]}, end "
+            f"{[round(x, 2) for x in rec['load']['end']]}). Each checkout in its own "
+            f"long-lived process, sampled in {rec['repeats']} interleaved rounds; median ms of "
+            f"`simulate(reduce=)` on n = {rec['n']:,} × {rec['trials']:,} trials (Zipf in one "
+            f"fixed random order, or shuffled per trial), ε = {rec['epsilon']}, c = {rec['c']}; "
+            "the ratio is the first checkout's time over the later one's (> 1: faster now).",
+            "", "| mechanism | mode | " + " | ".join(f"{c} ms" for c in commits) + " | "
+            + " | ".join(f"{c} ÷ {commits[0]}" for c in commits[1:]) + " |",
+            "|---|---|" + "---|" * (2 * len(commits) - 1)]
+    for row in rec["rows"]:
+        ms = ["n/a" if m is None else f"{1e3 * m:.1f}" for m in row["median_s"]]
+        ratio = ["n/a" if x is None else f"{x:.2f}x" for x in row["speedup_vs_first"]]
+        out.append(f"| {row['mechanism']} | {row['mode']} | " + " | ".join(ms + ratio) + " |")
+    return out + [""]
+
+
 def write_results_md(results_dir: Path, output: Path, suites: Sequence[str] = ("full",)) -> Path:
     """Regenerates ``output`` (RESULTS.md) from the latest record per machine in ``results_dir``."""
     every = load_records(results_dir)
@@ -485,6 +520,6 @@ def write_results_md(results_dir: Path, output: Path, suites: Sequence[str] = ("
     text = render_results_md(records, Path(results_dir))
     head, sep, rest = text.partition("\n## GPU")
     text = (head + "\n" + "\n".join(reproduce_md(Path(results_dir)) + allocator_md(
-        Path(results_dir))) + sep + rest)
+        Path(results_dir)) + versions_md(Path(results_dir))) + sep + rest)
     Path(output).write_text(text)
     return Path(output)
