@@ -13,8 +13,9 @@ Public surface (DESIGN.md, "Core contracts"):
   the evaluated prefix's length and ⊤ count, read only up to each trial's halting point.
 * ``svtjax.reference`` — plain numpy loops written from the papers.
 * ``svtjax.metrics``, ``svtjax.datasets`` — utility metrics and the offline datasets.
-* ``svtjax.sweep`` (grids), ``svtjax.audit`` (empirical privacy audits), ``svtjax.experiments``
-  (the papers' tables and figures) — imported on first use: ``import svtjax.sweep``.
+* ``svtjax.sweep`` (grids), ``svtjax.audit`` (empirical privacy audits) — imported on first
+  use: ``import svtjax.sweep``. The papers' tables and figures are reproduced by the
+  repository's top-level ``experiments/`` (not part of the package; ``svtjax reproduce``).
 """
 
 from svtjax import (  # _malloc first: it tunes glibc before XLA starts its threads

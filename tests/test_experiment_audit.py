@@ -1,4 +1,4 @@
-"""svtjax/experiments/audit.py: every registered mechanism audited, one table row each."""
+"""experiments/audit.py: every registered mechanism audited, one table row each."""
 
 import csv
 import json
@@ -8,7 +8,7 @@ import pytest
 
 import svtjax
 from svtjax import audit as A
-from svtjax.experiments import audit as experiment
+from experiments import audit as experiment
 
 
 def _suggestion(name: str) -> str:

@@ -1,4 +1,4 @@
-"""svtjax/experiments/ding2019.py (Ding'19 Figures 1-4): a tiny run's outputs and their sanity."""
+"""experiments/ding2019.py (Ding'19 Figures 1-4): a tiny run's outputs and their sanity."""
 
 import csv
 import math
@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from svtjax import datasets, estimators
-from svtjax.experiments import ding2019, load, names
+from experiments import ding2019, load, names
 
 
 @pytest.fixture(scope="module")
@@ -135,10 +135,10 @@ def test_main_quick(tmp_path, monkeypatch):
 
 @pytest.mark.filterwarnings("ignore:.*found in sys.modules:RuntimeWarning")
 def test_module_runs_as_script(monkeypatch, capsys):
-    # what `python -m svtjax.experiments.ding2019 --help` runs, in-process (no new interpreter)
+    # what `python -m experiments.ding2019 --help` runs, in-process (no new interpreter)
     monkeypatch.setattr(sys, "argv", ["ding2019", "--help"])
     with pytest.raises(SystemExit) as done:
-        runpy.run_module("svtjax.experiments.ding2019", run_name="__main__")
+        runpy.run_module("experiments.ding2019", run_name="__main__")
     assert done.value.code == 0
     out = capsys.readouterr().out
     assert "--quick" in out and "--paper" in out and "--order" in out

@@ -1,12 +1,12 @@
-"""svtjax.experiments.liu2024 --quick: outputs exist and are sane (< 60 s)."""
+"""experiments.liu2024 --quick: outputs exist and are sane (< 60 s)."""
 
 import csv
 import os
 
 import pytest
 
-from svtjax import experiments
-from svtjax.experiments import liu2024
+import experiments
+from experiments import liu2024
 
 
 def _read(path):

@@ -1,4 +1,4 @@
-"""svtjax/experiments/lyu2017.py (Lyu'17 Figure 3 / Table 3): a tiny run, and a fetched-dataset
+"""experiments/lyu2017.py (Lyu'17 Figure 3 / Table 3): a tiny run, and a fetched-dataset
 fixture."""
 
 import csv
@@ -9,7 +9,7 @@ import pytest
 
 from svtjax import datasets
 from svtjax.datasets import _registry
-from svtjax.experiments import lyu2017
+from experiments import lyu2017
 
 FAST = ("SVT-DPBook", "SVT-S-1:c^(2/3)", "EM")
 

@@ -1,4 +1,4 @@
-"""svtjax/experiments/zhu_wang2020.py (Zhu & Wang 2020, Figures 1-2): a tiny run writes every
+"""experiments/zhu_wang2020.py (Zhu & Wang 2020, Figures 1-2): a tiny run writes every
 output, calibrations meet the target, and the exact mean length agrees with the simulation."""
 
 import csv
@@ -7,7 +7,7 @@ import math
 import numpy as np
 from scipy import stats
 
-from svtjax.experiments import zhu_wang2020 as zw
+from experiments import zhu_wang2020 as zw
 
 
 def test_tiny_run_writes_outputs(tmp_path):

@@ -51,13 +51,12 @@ ours, with explanations where they differ).
 
 Usage::
 
-    python -m svtjax.experiments.zhu_wang2020 --quick
-    python -m svtjax.experiments.zhu_wang2020 --paper --trials 500
+    python -m experiments.zhu_wang2020 --quick
+    python -m experiments.zhu_wang2020 --paper --trials 500
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
 import dataclasses
 import math
@@ -68,7 +67,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from svtjax.experiments._common import group_rows, sweep_dtype
+from ._common import experiment_parser, group_rows, sweep_dtype
 
 FIG1_METHODS = ("Laplace-SVT (standard, Lemma 7)", "Laplace-SVT (CDP)",
                 "Laplace-SVT (sinh, Lemma 4)", "Gaussian-SVT (Thm 8 / Prop. 10)",
@@ -523,7 +522,7 @@ def summary_markdown(fig1, fig2, config: Config, seconds: float) -> str:
               "Not reproduced: it needs CIFAR-10 and the private-kNN label-release pipeline "
               "(Zhu et al. 2020), which are not available offline.", "",
               "Choices the paper leaves to its Appendix G (not in the text) are listed in the "
-              "module docstring of `svtjax/experiments/zhu_wang2020.py`.", ""]
+              "module docstring of `experiments/zhu_wang2020.py`.", ""]
     return "\n".join(lines)
 
 
@@ -547,16 +546,13 @@ def write_outputs(fig1, fig2, config: Config, seconds: float, log=print) -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--quick", action="store_true", help="seconds: c 1/4, two thresholds")
-    mode.add_argument("--paper", action="store_true", help="the full grid (default)")
-    parser.add_argument("--trials", type=int, help="simulated trials per cell")
-    parser.add_argument("--out", default=os.path.join("results", "zhu_wang2020"))
-    parser.add_argument("--seed", type=int, default=0)
+    parser = experiment_parser(
+        "zhu_wang2020", __doc__.splitlines()[0], quick="seconds: c 1/16, two thresholds",
+        paper="the full grid (default)", trials="simulated trials per cell",
+        out=os.path.join("results", "zhu_wang2020"))
     args = parser.parse_args(argv)
     config = Config(**(QUICK if args.quick else {}), out=args.out, seed=args.seed)
-    if args.trials:
+    if args.trials is not None:
         config.trials = args.trials
     import jax
 

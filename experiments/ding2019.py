@@ -92,7 +92,7 @@ Usage::
 
     svtjax reproduce ding2019 --quick        # seconds: T40I10D100K, k in {2, 6, 10}, 1,000 runs
     svtjax reproduce ding2019 --paper        # 10,000 runs per cell, as the paper (default)
-    python -m svtjax.experiments.ding2019 --trials 2000 --datasets t40i10d100k bms-pos
+    python -m experiments.ding2019 --trials 2000 --datasets t40i10d100k bms-pos
 
 References:
   Ding, Wang, Zhang, Kifer. Free Gap Information from the Differentially Private Sparse Vector
@@ -102,7 +102,6 @@ References:
 
 from __future__ import annotations
 
-import argparse
 import csv
 import dataclasses
 import math
@@ -113,8 +112,9 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from svtjax.experiments._common import (
+from ._common import (
     enable_cache,
+    experiment_parser,
     group_rows,
     load_available,
     sweep_dataset,
@@ -197,12 +197,30 @@ def _mse_constants(mech, c) -> dict[str, float]:
         return {"var_measure": 2 * b * b, "var_gap": 1.0, "t95": math.nan,
                 "lam": float(estimators.topk_lambda(True))}
     eps_svt = float(mech.epsilon)
-    sc = mech.scales()
+    threshold_scale, query_scale = svt_gap_scales(eps_svt, int(c))
     return {"var_measure": float(estimators.measurement_variance(eps_svt, c)),
             "var_gap": float(estimators.svt_gap_variance(eps_svt, c, True)),
-            "t95": float(estimators.lemma5_quantile(0.95, 1 / float(sc.threshold),
-                                                    1 / float(sc.query))),
+            "t95": float(estimators.lemma5_quantile(0.95, 1 / threshold_scale,
+                                                    1 / query_scale)),
             "lam": 1.0}
+
+
+def svt_gap_scales(epsilon: float, k: int) -> tuple[float, float]:
+    """(threshold scale, query scale) of Sparse-Vector-with-Gap for counting queries at budget
+    ε and k answers: Ding'19 Sec. 6.2 with Lyu et al.'s monotonic split ε0 : ε_q = 1 : k^(2/3)
+    (``svtjax.budget.split``, the ``svt-gap`` default), ρ ~ Lap(1/ε0), ν_i ~ Lap(k/ε_q)."""
+    from svtjax import budget
+
+    eps0, eps_q = (float(x) for x in budget.split(float(epsilon), int(k), "1:c^(2/3)"))
+    return 1.0 / eps0, k / eps_q
+
+
+def adaptive_budgets(mech) -> tuple[float, float, float]:
+    """(ε0, ε1, ε2) of Adaptive-Sparse-Vector-with-Gap (Ding'19 Algorithm 2 line 1) from the
+    mechanism's public parameters: ε0 = θε, ε1 = (1 − θ)ε/k, ε2 = ε1/2 (traced-friendly)."""
+    eps0 = mech.theta * mech.epsilon
+    eps1 = (1.0 - mech.theta) * mech.epsilon / mech.c
+    return eps0, eps1, eps1 / 2.0
 
 
 def blue_top_k_errors(e, e_gaps, c, lam):
@@ -334,7 +352,7 @@ def _answer_counts(out, scores, c, ctx):
     n_true = jnp.sum(truth, axis=-1)
     mech = ctx.mech
     if mech.name == "adaptive-svt-gap":
-        eps0, eps1, _ = mech.budgets()
+        eps0, eps1, _ = adaptive_budgets(mech)
         n_top = jnp.sum(top & (out.cost < 0.75 * eps1), axis=-1)  # top branch: ε2 = ε1/2
         first_c = top & (jnp.cumsum(top, axis=-1) <= c)
         spent = eps0 + jnp.sum(jnp.where(first_c, out.cost, 0), axis=-1)
@@ -503,7 +521,8 @@ def _mse_cell(kind: str, m: dict[str, dict[str, float]], k: int, mech) -> dict[s
         theory = 1 - float(estimators.svt_mse_ratio(k, True))
         selected = m["ding_selected"]["mean"]
         coverage = m["ding_covered"]["mean"] / selected if selected > 0 else float("nan")
-    noise = float(mech.scales().query) if kind == "gap" else float(_measure_scale(mech, k))
+    noise = (svt_gap_scales(float(mech.epsilon), k)[1] if kind == "gap"
+             else float(_measure_scale(mech, k)))
     return {"runs_used": int(round(used * n)), "mean_selected": m["ding_selected"]["mean"],
             "mse_measure": a["mean"] / used, "mse_combined": b["mean"] / used,
             "improvement_pct": 100 * improvement, "improvement_se_pct": 100 * se,
@@ -927,26 +946,21 @@ def write_outputs(results, missing, config: Config, seconds: float, log=print) -
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--quick", action="store_true",
-                      help="seconds: T40I10D100K, k in {2, 6, 10}, ε in {0.3, 0.7}, 1,000 runs")
-    mode.add_argument("--paper", action="store_true",
-                      help="the paper's grid, 10,000 runs per cell (default)")
-    parser.add_argument("--trials", type=int, help="runs per cell (paper: 10,000)")
+    parser = experiment_parser(
+        "ding2019", __doc__.splitlines()[0],
+        quick="seconds: T40I10D100K, k in {2, 6, 10}, ε in {0.3, 0.7}, 1,000 runs",
+        paper="the paper's grid, 10,000 runs per cell (default)",
+        trials="runs per cell (paper: 10,000; at least 2: standard errors need two runs)",
+        out=os.path.join("results", "ding2019"), min_trials=2)
     parser.add_argument("--datasets", nargs="+", help=f"default: {' '.join(DEFAULT_DATASETS)}")
-    parser.add_argument("--out", default=os.path.join("results", "ding2019"))
-    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--order", choices=("fixed", "per-run"), default="fixed",
                         help="item order: one seeded shuffle per dataset, as the authors' code "
-                             "(default), or a fresh shuffle per run (slower: XLA's CPU sort)")
+                             "(default), or a fresh shuffle per run")
     args = parser.parse_args(argv)
 
     config = Config(**(QUICK if args.quick else {}), out=args.out, seed=args.seed,
                     order=args.order)
     if args.trials is not None:
-        if args.trials < 2:
-            parser.error("--trials must be at least 2 (standard errors need two runs)")
         config.trials = args.trials
     if args.datasets:
         config.datasets = tuple(args.datasets)

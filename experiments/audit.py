@@ -28,7 +28,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import csv
 import dataclasses
 import json
@@ -37,7 +36,7 @@ import sys
 import time
 from typing import Any, Optional, Sequence
 
-from svtjax.experiments._common import enable_cache
+from ._common import count_at_least, dumps, enable_cache, experiment_parser
 
 EPSILON = 1.0
 QUICK = dict(trials=200_000, search_trials=4096)
@@ -61,10 +60,8 @@ class Config:
 
 
 def _row(name: str, result=None, params=None, error: Optional[str] = None) -> dict[str, Any]:
-    from svtjax.audit import _jsonable
-
     if result is None:
-        return {"mechanism": name, "params": json.dumps(_jsonable(params or {})),
+        return {"mechanism": name, "params": dumps(params or {}),
                 "claim": f"not audited: {error}", "verdict": "skipped"}
     d = result.to_dict()
     w = result.witness
@@ -175,28 +172,23 @@ def write_outputs(rows, config: Config, seconds: float, log=print) -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--quick", action="store_true",
-                      help=f"{QUICK['trials']} validation trials per side")
-    mode.add_argument("--paper", action="store_true",
-                      help=f"{PAPER['trials']} validation trials per side (default)")
-    parser.add_argument("--trials", type=int, help="validation trials per side")
-    parser.add_argument("--search-trials", type=int,
+    parser = experiment_parser(
+        "audit", __doc__.splitlines()[0], quick=f"{QUICK['trials']} validation trials per side",
+        paper=f"{PAPER['trials']} validation trials per side (default)",
+        trials="validation trials per side", out=os.path.join("results", "audit"))
+    parser.add_argument("--search-trials", type=count_at_least(1),
                         help="selection trials per side per candidate pair")
     parser.add_argument("--mechanisms", nargs="+", help="default: every registered mechanism")
     parser.add_argument("--epsilon", type=float, default=EPSILON)
     parser.add_argument("--confidence", type=float, default=0.99)
-    parser.add_argument("--out", default=os.path.join("results", "audit"))
-    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--verbose", action="store_true", help="log every candidate pair")
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else PAPER
     config = Config(mechanisms=args.mechanisms, epsilon=args.epsilon, confidence=args.confidence,
                     seed=args.seed, out=args.out, verbose=args.verbose, **sizes)
-    if args.trials:
+    if args.trials is not None:
         config.trials = args.trials
-    if args.search_trials:
+    if args.search_trials is not None:
         config.search_trials = args.search_trials
     enable_cache("audit")
     start = time.perf_counter()

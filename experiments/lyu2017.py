@@ -38,7 +38,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import csv
 import dataclasses
 import math
@@ -48,7 +47,7 @@ import sys
 import time
 from typing import Any, Optional, Sequence
 
-from svtjax.experiments._common import enable_cache, load_available, sweep_dataset
+from ._common import enable_cache, experiment_parser, load_available, sweep_dataset
 
 # The methods, in the paper's column order: label -> (registry name, parameters).
 METHODS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -359,19 +358,15 @@ def report(rows, missing, config: Config, seconds: float) -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--quick", action="store_true", help="seconds: zipf + retail, c 25/50, "
-                      "ε 0.5, 20 runs")
-    mode.add_argument("--paper", action="store_true", help="the paper's grid, 100 runs (default)")
-    parser.add_argument("--trials", type=int, help="runs per cell (paper: 100)")
+    parser = experiment_parser(
+        "lyu2017", __doc__.splitlines()[0], quick="seconds: zipf + retail, c 25/50, ε 0.5, 20 runs",
+        paper="the paper's grid, 100 runs (default)", trials="runs per cell (paper: 100)",
+        out=os.path.join("results", "lyu2017"))
     parser.add_argument("--datasets", nargs="+", help=f"default: {' '.join(DEFAULT_DATASETS)}")
-    parser.add_argument("--out", default=os.path.join("results", "lyu2017"))
-    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
 
     config = Config(**(QUICK if args.quick else {}), out=args.out, seed=args.seed)
-    if args.trials:
+    if args.trials is not None:
         config.trials = args.trials
     if args.datasets:
         config.datasets = tuple(args.datasets)

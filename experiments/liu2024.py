@@ -41,14 +41,13 @@ and dataset, and ``summary.md`` (the paper's stated numbers beside ours, the ran
 
 Usage::
 
-    python -m svtjax.experiments.liu2024 --quick      # < 1 minute: T40I10D100K, 2 ε, 20 runs
-    python -m svtjax.experiments.liu2024 --paper      # 100 runs per point (default)
-    python -m svtjax.experiments.liu2024 --trials 1000 --datasets zipf binary
+    python -m experiments.liu2024 --quick      # < 1 minute: T40I10D100K, 2 ε, 20 runs
+    python -m experiments.liu2024 --paper      # 100 runs per point (default)
+    python -m experiments.liu2024 --trials 1000 --datasets zipf binary
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
 import dataclasses
 import functools
@@ -58,7 +57,13 @@ import sys
 import time
 from typing import Any, Optional, Sequence
 
-from svtjax.experiments._common import enable_cache, group_rows, load_available, sweep_dataset
+from ._common import (
+    enable_cache,
+    experiment_parser,
+    group_rows,
+    load_available,
+    sweep_dataset,
+)
 
 # Table 3 rows run through svt-exp (label -> parameters); the upper bound is computed directly.
 METHODS: dict[str, dict[str, Any]] = {
@@ -113,8 +118,8 @@ def _table5_noises(eps: float, c: int, monotonic: bool, split: str):
     from svtjax import budget
     from svtjax.noise import Exponential, Laplace
 
-    w = (budget.liu_ratio_host("exponential", c) if split == "table4"
-         else budget.ratio_host(split, c))
+    w = float(budget.liu_ratio("exponential", c) if split == "table4"
+              else budget.ratio(split, c))
     e1, e2 = eps / (1 + w), eps * w / (1 + w)
     mu = (1.0 if monotonic else 2.0) * c / e2
     return Exponential(mu), Laplace(1.0 / e1)
@@ -248,11 +253,13 @@ def _upper_label(label: str, eps: float) -> str:
     return f"{label} @ ε={eps!r}"
 
 
-def _eps2(eps: float, c: int, m: int, passes: int, delta: float) -> float:
-    import svtjax
+def _eps2(eps: float, c: int) -> float:
+    """ε2 of SVT-Exp's default split (Table 4: ε2 = w·ε1, w = (√2 c)^(2/3) for exponential
+    query noise, ``svtjax.budget.liu_ratio``), ε1 + ε2 = ε."""
+    from svtjax import budget
 
-    mech = svtjax.get("svt-exp", epsilon=eps, **_params("SVT-Exp (optimal)", c, m, passes, delta))
-    return float(mech.host_budgets()[1])
+    w = float(budget.liu_ratio("exponential", c))
+    return eps * w / (1.0 + w)
 
 
 def _sweep_head(config: Config, figure: str, name: str, threshold: float) -> dict[str, Any]:
@@ -276,7 +283,7 @@ def fig7_sweep(config: Config, name: str, data) -> dict[str, Any]:
     tables = [{"name": "svt-exp", "label": label, **_params(label, c, m, config.passes, delta)}
               for label in SVT_METHODS]
     for eps in config.epsilons:
-        eps2 = _eps2(float(eps), c, m, config.passes, delta)
+        eps2 = _eps2(float(eps), c)
         for label, eps_rnm in ((UPPER, c * eps2), (UPPER_SVT, eps2 / 2)):
             tables.append({"name": "report-noisy-max", "label": _upper_label(label, float(eps)),
                            "noise": "exponential", "monotonic": True, "epsilon": eps_rnm})
@@ -619,18 +626,14 @@ def write_outputs(res, config: Config, seconds: float, log=print) -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--quick", action="store_true", help="< 1 minute: T40I10D100K, 2 ε, "
-                      "20 runs")
-    mode.add_argument("--paper", action="store_true", help="the full grid, 100 runs (default)")
-    parser.add_argument("--trials", type=int, help="runs per point (default 100)")
+    parser = experiment_parser(
+        "liu2024", __doc__.splitlines()[0], quick="< 1 minute: T40I10D100K, 2 ε, 20 runs",
+        paper="the full grid, 100 runs (default)", trials="runs per point (default 100)",
+        out=os.path.join("results", "liu2024"))
     parser.add_argument("--datasets", nargs="+", help=f"default: {' '.join(DEFAULT_DATASETS)}")
-    parser.add_argument("--out", default=os.path.join("results", "liu2024"))
-    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     config = Config(**(QUICK if args.quick else {}), out=args.out, seed=args.seed)
-    if args.trials:
+    if args.trials is not None:
         config.trials = args.trials
     if args.datasets:
         config.datasets = tuple(args.datasets)
