@@ -304,9 +304,16 @@ def fig8_sweep(config: Config, name: str, data) -> dict[str, Any]:
 
 
 def _points(result) -> list[dict[str, Any]]:
-    """One dict per engine point: its method, ε, traversals and NCR / F1 with standard errors."""
+    """One dict per engine point and label: its method, ε, traversals and NCR / F1 with standard
+    errors.
+
+    Grouped by (point id, label): two tables of a sweep can describe the same computation (on
+    Adult, c = 5, the upper bound at ε, ``report-noisy-max`` at c·ε2(ε), and the SVT-noise
+    upper bound at 10ε, at ε2(10ε)/2 = 5·ε2(ε), are one point); the engine runs it once and
+    reports it under both labels, and both must reach the figure's table.
+    """
     points = []
-    for by in group_rows(result.rows, "point_id").values():
+    for by in group_rows(result.rows, "point_id", "label").values():
         r = next(iter(by.values()))
         p = {"label": r["label"], "epsilon": r.get("epsilon"), "passes": r.get("max_passes"),
              "trials": r["trials"], "seconds": r["seconds"]}

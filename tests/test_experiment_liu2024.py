@@ -46,3 +46,29 @@ def test_quick_run(tmp_path, monkeypatch):
 def test_registered():
     assert "liu2024" in experiments.names()
     assert experiments.load("liu2024") is liu2024
+
+
+def test_two_labels_sharing_a_point_both_reach_the_table(tmp_path):
+    """Issue 15 item 3: on Adult (c = 5) the upper bound at ε and the SVT-noise upper bound at
+    10ε are one engine point (report-noisy-max at c·ε2(ε) = ε2(10ε)/2); grouping the sweep's
+    rows by point id alone kept one label and lost the other's cells in fig7.csv."""
+    from svtjax import datasets, sweep
+
+    data = datasets.load("adult")
+    threshold, c, _ = liu2024._setting(data)
+    assert c == 5 and 5 * liu2024._eps2(0.01, c) == liu2024._eps2(0.1, c) / 2
+    tables = [{"name": "report-noisy-max", "label": liu2024._upper_label(label, eps),
+               "noise": "exponential", "monotonic": True, "epsilon": e}
+              for label, eps, e in ((liu2024.UPPER, 0.01, c * liu2024._eps2(0.01, c)),
+                                    (liu2024.UPPER_SVT, 0.1, liu2024._eps2(0.1, c) / 2))]
+    cfg = {"sweep": {"name": "shared-point", "trials": 4, "seed": 0,
+                     "datasets": [{"name": "adult"}], "metrics": ["ncr", "f1"],
+                     "shuffle": True, "threshold": threshold},
+           "grid": {"c": [c]}, "mechanisms": tables}
+    result = sweep.run(cfg, str(tmp_path / "sweep"), log=lambda *a: None)
+    assert len({r["point_id"] for r in result.rows}) == 1  # one computation, two labels
+    config = liu2024.Config(epsilons=(0.01, 0.1), passes=2)
+    rows = liu2024._figure_rows(liu2024._points(result), data, config, 2)
+    got = {(r["method"], r["epsilon"]): r["ncr"] for r in rows}
+    assert set(got) == {(liu2024.UPPER, 0.01), (liu2024.UPPER_SVT, 0.1)}
+    assert got[(liu2024.UPPER, 0.01)] == got[(liu2024.UPPER_SVT, 0.1)]
