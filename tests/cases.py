@@ -98,6 +98,8 @@ CASES = [
     Case("adaptive-svt-gap", "adaptive-svt-gap", {}, _eps_c),
     Case("adaptive-svt-gap-monotonic-theta", "adaptive-svt-gap", {"monotonic": True, "theta": 0.3},
          _eps_c),
+    Case("adaptive-svt-gap-authors", "adaptive-svt-gap", {"monotonic": True,
+                                                          "stopping": "authors"}, _eps_c),
     # Retraversal: the stream is max_passes x n long (static); raise_by is traced.
     Case("svt-retr", "svt-retr", {"max_passes": 3}, _eps_c_raise),
     Case("svt-retr-monotonic-1:1", "svt-retr", {"max_passes": 2, "monotonic": True,

@@ -14,6 +14,22 @@ up-front (``privacy()``); :meth:`AdaptiveSVTGap.remaining` gives the budget left
 Stopping is decided exactly (DESIGN.md): with n1 middle and n2 top answers,
 cost = ε0 + n1 ε1 + n2 ε2 > ε − ε1  ⟺  2 n1 + n2 > 2(k − 1), evaluated on integers.
 
+Stopping rule (``stopping``, static): ``"exact"`` (default) decides line 15 on the integer
+branch counts as above. ``"authors"`` replays the authors' code instead (github.com/cmla-psu/
+freegap, ``freegap/adaptivesvt.py``, ``adaptive_sparse_vector``, numba ``njit(fastmath=True)``):
+``cost`` starts at ε0 and the loop runs ``while i < len(q) and cost <= epsilon - epsilon_2``
+(their ``epsilon_2`` is the paper's ε1, their ``epsilon_1`` the paper's ε2), adding ε2 on a top
+answer and ε1 on a middle one — a running float64 sum compared with ε − ε1 before each query.
+Mathematically this is line 15; in floating point the sum can land one ulp above ε − ε1 when
+2 n1 + n2 reaches exactly 2(k − 1) (cost = ε − ε1 exactly, one middle answer of budget left),
+and the run then stops one answer early: the authors' rule gives one answer fewer than the
+exact rule in exactly those runs (never more; no other difference). The option reproduces that
+arithmetic: float64 IEEE additions in stream order of ε0 = θε, ε2 and ε1 = (1 − θ)ε/k as this
+class computes them (the authors compute the share 1 − θ as y/(1 + y) with y = k^(2/3), which
+can differ from 1 − θ in the last bit; ``experiments/ding2019.py`` checks, on every branch
+sequence, where that changes a decision). It needs float64 (``jax_enable_x64``), and is refused
+without it. The reference (``svtjax.reference.adaptive``) does the same in Python floats.
+
 σ for monotonic queries: line 1 fixes σ = 4√2Δ/ε2 and footnote 6 changes only the noise
 (Lap(Δ/ε2) in the top branch), not σ; the authors' code does the same. So σ = 4√2Δ/ε2 for
 both query types — for monotonic queries that is four standard deviations of the top branch's
@@ -36,7 +52,10 @@ from svtjax.accounting import PureDP
 from svtjax.mechanisms.base import Mechanism, register, stream_key, stream_order, stream_variates
 from svtjax.noise import Laplace
 
-__all__ = ["AdaptiveSVTGap"]
+__all__ = ["AdaptiveSVTGap", "STOPPING_RULES"]
+
+#: Values of ``AdaptiveSVTGap.stopping``: line 15 on integer counts, or the authors' float sum.
+STOPPING_RULES = ("exact", "authors")
 
 
 @register
@@ -52,6 +71,9 @@ class AdaptiveSVTGap(Mechanism):
       theta: threshold share θ in (0, 1) (traced); default 1/(1 + c^(2/3)) when monotonic else
         1/(1 + (2c)^(2/3)) (Ding et al. §7.3, following Lyu et al.'s allocation).
       monotonic: monotonic queries: Lap(Δ/ε2), Lap(Δ/ε1) noise (footnote 6).
+      stopping: ``"exact"`` (line 15 on integer branch counts, default) or ``"authors"`` (the
+        running float64 budget sum of the authors' code; needs ``jax_enable_x64``), see the
+        module docstring.
     """
 
     epsilon: Any
@@ -59,11 +81,20 @@ class AdaptiveSVTGap(Mechanism):
     sensitivity: Any = 1.0
     theta: Any = None
     monotonic: bool = static_field(default=False)
+    stopping: str = static_field(default="exact")
     name = "adaptive-svt-gap"
 
     def __post_init__(self):
         if not isinstance(self.monotonic, bool):
             raise TypeError(f"monotonic must be True or False; got {self.monotonic!r}")
+        if self.stopping not in STOPPING_RULES:
+            raise ValueError(f"stopping must be one of {', '.join(map(repr, STOPPING_RULES))}; "
+                             f"got {self.stopping!r}")
+        if self.stopping == "authors" and jax.dtypes.canonicalize_dtype(jnp.float64) != \
+                jnp.float64:
+            raise ValueError("stopping='authors' replays the authors' float64 budget sum and "
+                             "needs float64: call jax.config.update('jax_enable_x64', True) "
+                             "first (or use stopping='exact')")
         _validate.positive("epsilon", self.epsilon)
         _validate.positive("sensitivity", self.sensitivity)
         _validate.integer("c", self.c, minimum=1)
@@ -179,9 +210,14 @@ def _decide(mech: AdaptiveSVTGap, draws: Draws, q, t, items=None) -> Outcome:
             jnp.asarray(draws.order, jnp.int32), n)
     rho = s_rho * jnp.asarray(draws.threshold, dtype)
     limit = 2 * (mech.c - 1)
+    authors = mech.stopping == "authors"
+    if authors:  # the authors' running sum: float64 whatever the queries' dtype
+        f64 = jnp.float64
+        e0, e1, e2 = (jnp.asarray(x, f64) for x in (eps0, eps1, eps2))
+        bound = jnp.asarray(mech.epsilon, f64) - e1  # cost <= epsilon - epsilon_1 (paper's ε1)
 
     def step(carry, x):
-        n1, n2, stopped = carry
+        n1, n2, stopped, spent = carry
         qi, ti, xi, eta = x
         t_noisy = ti + rho
         gap_top = (qi + s_top * xi) - t_noisy
@@ -193,10 +229,17 @@ def _decide(mech: AdaptiveSVTGap, draws: Draws, q, t, items=None) -> Outcome:
         value = jnp.where(top, gap_top, jnp.where(mid, gap_mid, jnp.nan))
         cost = jnp.where(top, jnp.asarray(eps2, dtype), jnp.where(mid, jnp.asarray(eps1, dtype),
                                                                   jnp.zeros((), dtype)))
-        return (n1, n2, stopped | (2 * n1 + n2 > limit)), (answer, value, cost)
+        if authors:
+            spent = jnp.where(top, spent + e2, jnp.where(mid, spent + e1, spent))
+            done = spent > bound
+        else:
+            done = 2 * n1 + n2 > limit
+        return (n1, n2, stopped | done, spent), (answer, value, cost)
 
     xs = (q[items], t[items], jnp.asarray(draws.query, dtype), jnp.asarray(draws.query2, dtype))
-    init = (jnp.int32(0), jnp.int32(0), jnp.zeros((), bool))
+    # the authors' loop tests its condition before the first query too (cost = ε0 already)
+    init = (jnp.int32(0), jnp.int32(0), e0 > bound if authors else jnp.zeros((), bool),
+            e0 if authors else jnp.zeros((), jnp.int32))
     _, (answers, values, cost) = lax.scan(step, init, xs)
     return Outcome(answers, jnp.where(answers >= 0, items, -1), values, cost)
 
