@@ -24,11 +24,16 @@ Mathematically this is line 15; in floating point the sum can land one ulp above
 2 n1 + n2 reaches exactly 2(k − 1) (cost = ε − ε1 exactly, one middle answer of budget left),
 and the run then stops one answer early: the authors' rule gives one answer fewer than the
 exact rule in exactly those runs (never more; no other difference). The option reproduces that
-arithmetic: float64 IEEE additions in stream order of ε0 = θε, ε2 and ε1 = (1 − θ)ε/k as this
-class computes them (the authors compute the share 1 − θ as y/(1 + y) with y = k^(2/3), which
-can differ from 1 − θ in the last bit; ``experiments/ding2019.py`` checks, on every branch
-sequence, where that changes a decision). It needs float64 (``jax_enable_x64``), and is refused
-without it. The reference (``svtjax.reference.adaptive``) does the same in Python floats.
+arithmetic: IEEE float64 additions in stream order, with the budgets computed as the authors'
+``evaluate.py`` does: y = ``numpy.power(k, 2/3)`` (of 2k for non-monotonic queries), θ =
+1/(1 + y) (``allocate_x``) and the query share y/(1 + y) (``allocate_y``, which can differ from
+1 − θ in the last bit, and that bit decides some runs: at ε = 0.7, k = 6 and 9); ε0 = θε,
+ε1 = share·ε/k, ε2 = ε1/2 (= share·ε/(2k) exactly). An explicit θ other than 1/(1 + y) gets
+the share 1 − θ. (The authors compile with numba ``fastmath=True``, which permits LLVM to
+reorder such arithmetic; ``tests/test_adaptive_stopping.py`` checks, where numba is installed,
+that their expressions compiled that way give these same floats.) It needs float64
+(``jax_enable_x64``) and is refused without it; the reference (``svtjax.reference.adaptive``)
+does the same in Python floats.
 
 σ for monotonic queries: line 1 fixes σ = 4√2Δ/ε2 and footnote 6 changes only the noise
 (Lap(Δ/ε2) in the top branch), not σ; the authors' code does the same. So σ = 4√2Δ/ε2 for
@@ -38,11 +43,13 @@ actual noise, a stricter top branch than "two standard deviations" would give.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from svtjax import _validate
@@ -52,7 +59,7 @@ from svtjax.accounting import PureDP
 from svtjax.mechanisms.base import Mechanism, register, stream_key, stream_order, stream_variates
 from svtjax.noise import Laplace
 
-__all__ = ["AdaptiveSVTGap", "STOPPING_RULES"]
+__all__ = ["AdaptiveSVTGap", "STOPPING_RULES", "authors_shares"]
 
 #: Values of ``AdaptiveSVTGap.stopping``: line 15 on integer counts, or the authors' float sum.
 STOPPING_RULES = ("exact", "authors")
@@ -82,6 +89,8 @@ class AdaptiveSVTGap(Mechanism):
     theta: Any = None
     monotonic: bool = static_field(default=False)
     stopping: str = static_field(default="exact")
+    # the query share of the budget (1 − θ, or the authors' y/(1 + y) under stopping="authors")
+    _share: Any = dataclasses.field(default=None, init=False)
     name = "adaptive-svt-gap"
 
     def __post_init__(self):
@@ -104,6 +113,17 @@ class AdaptiveSVTGap(Mechanism):
             value = getattr(self, field)
             if is_concrete(value) and jnp.ndim(value) == 0:
                 object.__setattr__(self, field, float(value))
+        if self.stopping == "authors":
+            if not is_concrete((self.c, self.theta)):
+                raise ValueError("stopping='authors' needs a concrete c and theta (it computes "
+                                 "the authors' budget shares on the host)")
+            theta = self.theta
+            if theta is not None:
+                _validate.probability("theta", theta)
+            theta, share = authors_shares(int(self.c), self.monotonic,
+                                          None if theta is None else float(theta))
+            object.__setattr__(self, "theta", theta)
+            object.__setattr__(self, "_share", share)
         if self.theta is None:
             x = (self.c if self.monotonic else 2 * self.c) ** (2 / 3)
             object.__setattr__(self, "theta", 1.0 / (1.0 + x))
@@ -115,7 +135,8 @@ class AdaptiveSVTGap(Mechanism):
     def budgets(self):
         """(ε0, ε1, ε2) of Algorithm 2 line 1."""
         eps0 = self.theta * self.epsilon
-        eps1 = (1.0 - self.theta) * self.epsilon / self.c
+        share = 1.0 - self.theta if self._share is None else self._share
+        eps1 = share * self.epsilon / self.c
         return eps0, eps1, eps1 / 2.0
 
     def scales(self):
@@ -160,6 +181,17 @@ class AdaptiveSVTGap(Mechanism):
         draws = jax.vmap(lambda k: _draw(k, n, shuffle, dtype))(keys)
         items = None if not shuffle else _batch_permutations(draws.order, n)
         return jax.vmap(lambda d, i: _decide(self, d, queries, thresholds, i))(draws, items)
+
+
+def authors_shares(k: int, monotonic: bool, theta=None) -> tuple[float, float]:
+    """(θ, query share) as the authors' ``freegap/evaluate.py`` computes ``allocate_x`` and
+    ``allocate_y``: y = numpy.power(k, 2/3) (of 2k for non-monotonic queries), θ = 1/(1 + y),
+    share = y/(1 + y). A given θ other than that keeps the share 1 − θ."""
+    y = float(np.power(np.int64(k if monotonic else 2 * k), 2.0 / 3.0))
+    default = 1 / (1 + y)
+    if theta is None or theta == default:
+        return default, y / (1 + y)
+    return theta, 1.0 - theta
 
 
 def _draw(key, n: int, shuffle: bool, dtype) -> Draws:

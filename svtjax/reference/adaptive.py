@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from svtjax._core import Draws, Outcome
 from svtjax.reference.classic import _Recorder, _setup
 
@@ -22,10 +24,18 @@ def adaptive_svt_gap(draws: Draws, queries, thresholds, *, epsilon, c, sensitivi
                      theta=None, monotonic=False, stopping="exact") -> Outcome:
     q, T, n, dtype, order = _setup(draws, queries, thresholds)
     k = c
-    if theta is None:
-        theta = 1 / (1 + (k if monotonic else 2 * k) ** (2 / 3))
+    if stopping == "authors":  # freegap/evaluate.py: allocate_x, allocate_y from y = k^(2/3)
+        y = float(np.power(np.int64(k if monotonic else 2 * k), 2.0 / 3.0))
+        if theta is None or theta == 1 / (1 + y):
+            theta, share = 1 / (1 + y), y / (1 + y)
+        else:
+            share = 1 - theta
+    else:
+        if theta is None:
+            theta = 1 / (1 + (k if monotonic else 2 * k) ** (2 / 3))
+        share = 1 - theta
     eps0 = theta * epsilon                                         # line 1
-    eps1 = (1 - theta) * epsilon / k
+    eps1 = share * epsilon / k
     eps2 = eps1 / 2
     f = 1 if monotonic else 2                                      # footnote 6
     b_top = f * sensitivity / eps2
