@@ -96,10 +96,12 @@ def sweep_dataset(name: str, cache_dir: Optional[str] = None, **extra) -> dict:
 
 
 def sweep_dtype() -> str:
-    """The sweep ``dtype`` matching JAX's default float (float64 under ``jax_enable_x64``)."""
+    """The sweep ``dtype`` matching JAX's default float where this is called (float64 under
+    ``jax_enable_x64``, set globally or by a ``with jax.enable_x64(True):`` block)."""
     import jax
+    import numpy as np
 
-    return "float64" if jax.config.jax_enable_x64 else "float32"
+    return str(jax.dtypes.canonicalize_dtype(np.float64))
 
 
 def group_rows(rows, *keys: str) -> dict:

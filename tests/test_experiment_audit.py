@@ -7,8 +7,8 @@ import os
 import pytest
 
 import svtjax
-from svtjax import audit as A
 from experiments import audit as experiment
+from svtjax import audit as A
 
 
 def _suggestion(name: str) -> str:

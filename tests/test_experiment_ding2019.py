@@ -7,8 +7,9 @@ import sys
 
 import pytest
 
-from svtjax import datasets, estimators
 from experiments import ding2019, load, names
+from experiments._common import VERDICTS
+from svtjax import datasets, estimators
 
 
 @pytest.fixture(scope="module")
@@ -78,11 +79,26 @@ def test_adaptive_columns_are_sane(tiny):
             assert 0.0 <= r[key] <= 1.0
         assert r["f_ratio"] == pytest.approx(r["adaptive_f"] / r["svt_f"])
         assert 0.0 <= r["remaining_pct"] <= 100.0 and 0.0 <= r["reached_k"] <= 1.0
+        # both stopping rules ran (independent runs); at k = 2, 4 no float sum reachable at the
+        # boundary exceeds ε − ε1, so their difference is Monte Carlo noise around an exact 0:
+        # beyond 4.5 SE with probability 7e-6 per cell
+        assert r["authors_answers"] == pytest.approx(r["authors_top"] + r["authors_middle"])
+        assert (r["boundary_sums"], r["boundary_overshoot"]) == ding2019.boundary_overshoot(
+            0.7, k) and r["boundary_overshoot"] == 0
+        assert abs(r["rule_difference"]) <= 4.5 * r["rule_difference_se"] + 1e-12, r
 
 
 def test_summary_has_the_comparison(tiny):
-    _, _, _, text, _ = tiny
-    assert "## The paper's statements beside ours" in text
+    _, _, _, text, out = tiny
+    assert "## Claims checked" in text and "| # | paper's claim | paper | ours |" in text
+    with open(out / "claims.csv") as f:
+        claims = list(csv.DictReader(f))
+    assert len(claims) >= 10 and all(c["verdict"] in VERDICTS for c in claims)
+    assert all(c["explanation"] for c in claims if c["verdict"] != "agree")
+    # k = 22 is not in this grid: the "+18 answers" claim is not checked, not "disagree"
+    (extra,) = [c for c in claims if "18 more answers" in c["claim"]]
+    assert extra["verdict"] == "not checked"
+    assert "## Stopping rule: exact (svtjax) vs the authors' float64 sum" in text
     for quote in ("up to 50%", "approaches 20%", "1.5 times", "40% of the privacy budget",
                   "18 more answers"):
         assert quote in text, quote
@@ -196,3 +212,26 @@ def test_per_run_order(tmp_path):
         assert abs(r["z"]) < 6, r  # loose (6 SE), as test_mse_columns_are_sane
     (r,) = results["adaptive"]
     assert r["svt_answers"] <= 4 + 1e-9 < r["adaptive_answers"]
+
+
+def test_boundary_overshoot_matches_the_mechanism():
+    """The enumeration of the authors' float sums at the boundary agrees with the mechanism:
+    where the all-top order overshoots (k = 9, 11 at ε = 0.7, tests/test_adaptive_stopping.py),
+    some reachable sum is above ε − ε1; at k = 2..5 none is."""
+    assert ding2019.boundary_overshoot(0.7, 9)[1] >= 1
+    assert ding2019.boundary_overshoot(0.7, 11)[1] >= 1
+    assert all(ding2019.boundary_overshoot(0.7, k)[1] == 0 for k in (2, 3, 4, 5))
+    import svtjax
+
+    for k in (6, 9, 20):
+        mech = svtjax.get("adaptive-svt-gap", epsilon=0.7, c=k, monotonic=True,
+                          stopping="authors")
+        assert ding2019.authors_budgets(0.7, k) == tuple(map(float, mech.budgets()))
+
+
+def test_svt_gap_scales_are_the_estimators():
+    """The experiment's own Sparse-Vector-with-Gap scales give Sec. 6.2's Var(γ)."""
+    for eps, k in ((0.35, 2), (0.05, 10), (0.75, 22)):
+        b0, bq = ding2019.svt_gap_scales(eps, k)
+        assert float(estimators.gap_variance(b0, bq)) == pytest.approx(
+            float(estimators.svt_gap_variance(eps, k, True)), rel=1e-12)

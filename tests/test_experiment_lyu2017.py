@@ -7,9 +7,9 @@ import os
 
 import pytest
 
+from experiments import lyu2017
 from svtjax import datasets
 from svtjax.datasets import _registry
-from experiments import lyu2017
 
 FAST = ("SVT-DPBook", "SVT-S-1:c^(2/3)", "EM")
 
