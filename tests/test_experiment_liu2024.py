@@ -7,6 +7,7 @@ import pytest
 
 import experiments
 from experiments import liu2024
+from experiments._common import VERDICTS
 
 
 def _read(path):
@@ -18,11 +19,23 @@ def test_quick_run(tmp_path, monkeypatch):
     monkeypatch.setenv("SVTJAX_NO_CACHE", "1")
     out = str(tmp_path / "liu")
     assert liu2024.main(["--quick", "--out", out]) == 0
-    for name in ("table5.csv", "fig3.csv", "fig4.csv", "fig5.csv", "fig7.csv", "fig8.csv",
-                 "summary.md", "fig3.png", "fig4.png", "fig5.png",
-                 "fig7_ncr_t40i10d100k.png", "fig7_f1_t40i10d100k.png",
-                 "fig8_t40i10d100k.png"):
+    for name in ("table5.csv", "fig3.csv", "fig4.csv", "fig5a.csv", "fig5.csv", "fig6.csv",
+                 "fig7.csv", "fig8.csv", "claims.csv", "summary.md", "table5.png", "fig3.png",
+                 "fig4.png", "fig5.png", "fig6.png", "fig7_ncr_t40i10d100k.png",
+                 "fig7_f1_t40i10d100k.png", "fig8_t40i10d100k.png"):
         assert os.path.getsize(os.path.join(out, name)) > 0, name
+    # Figure 5(a): a density (integrates to 1 over the plotted range, to 1%) whose CDF is
+    # svtjax.correction's Γ; Figure 6: every T40I10D100K item, descending
+    f5a = _read(os.path.join(out, "fig5a.csv"))
+    z = [float(r["z"]) for r in f5a]
+    pdf = [float(r["pdf"]) for r in f5a]
+    area = sum((z1 - z0) * (p0 + p1) / 2 for z0, z1, p0, p1 in zip(z, z[1:], pdf, pdf[1:]))
+    assert area == pytest.approx(float(f5a[-1]["cdf"]) - float(f5a[0]["cdf"]), rel=0.01)
+    f6 = [float(r["score"]) for r in _read(os.path.join(out, "fig6.csv"))]
+    assert len(f6) == 942 and f6 == sorted(f6, reverse=True)
+    claims = _read(os.path.join(out, "claims.csv"))
+    assert len(claims) >= 15 and all(c["verdict"] in VERDICTS for c in claims)
+    assert all(c["explanation"] for c in claims if c["verdict"] != "agree")
     fig7 = _read(os.path.join(out, "fig7.csv"))
     methods = {r["method"] for r in fig7}
     assert methods == set(liu2024.SVT_METHODS) | {liu2024.UPPER, liu2024.UPPER_SVT}
@@ -40,7 +53,8 @@ def test_quick_run(tmp_path, monkeypatch):
     for fig in ("fig7", "fig8"):
         assert os.path.getsize(os.path.join(out, "sweep", fig, "t40i10d100k", "results.csv")) > 0
     text = open(os.path.join(out, "summary.md"), encoding="utf-8").read()
-    assert "Table 5" in text and "Acceptance" in text and "35450.45" in text
+    assert "Table 5" in text and "## Claims checked" in text and "35450.45" in text
+    assert "RESAMPLE" in text and "footnote 3" in text
 
 
 def test_registered():
