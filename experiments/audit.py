@@ -10,8 +10,10 @@ verdict — "violation" when the bound exceeds the nominal ε the mechanism is r
 flagged, and no mechanism's bound may exceed what its ``privacy()`` proves (column
 ``exceeds_proven``; a True there is a bug in a kernel or a privacy formula, or a 1% accident).
 
-Outputs (``--out``, default ``results/audit/``): ``audit.csv`` (one row per mechanism) and
-``audit.md`` (the table, then each witness in full).
+Outputs (``--out``, default ``results/audit/``): ``audit.csv`` (one row per mechanism),
+``claims.csv`` and ``audit.md`` (the table, each witness in full, and the claims table: the four
+mechanisms Lyu'17 shows are not private as claimed must be flagged, no other may exceed its
+proven ε).
 
 Not a configuration of the sweep engine (``svtjax.sweep``): an audit is a per-mechanism search
 over pairs of neighbouring inputs and output events (selection trials choose the event, fresh
@@ -36,7 +38,15 @@ import sys
 import time
 from typing import Any, Optional, Sequence
 
-from ._common import count_at_least, dumps, enable_cache, experiment_parser
+from ._common import (
+    claim,
+    claims_markdown,
+    count_at_least,
+    dumps,
+    enable_cache,
+    experiment_parser,
+    write_claims_csv,
+)
 
 EPSILON = 1.0
 QUICK = dict(trials=200_000, search_trials=4096)
@@ -154,6 +164,49 @@ def table_markdown(rows: Sequence[dict[str, Any]], config: Config, seconds: floa
     return "\n".join(lines)
 
 
+#: Lyu, Su, Li 2017 (Sec. 3, Fig. 2): Algorithms 3, 5 and 6 are not ε′-DP for any ε′ and
+#: Algorithm 4, claimed ε-DP, is only ((1 + 6c)/4)ε-DP; every other mechanism is as private as
+#: its paper proves.
+NOT_AS_CLAIMED = {"roth11": "Lyu'17 Alg. 3: not ε′-DP for any ε′ (Thm 3)",
+                  "stoddard": "Lyu'17 Alg. 5: not ε′-DP for any ε′",
+                  "chen": "Lyu'17 Alg. 6: not ε′-DP for any ε′",
+                  "lee-clifton": "Lyu'17 Alg. 4: claimed ε-DP, only ((1 + 6c)/4)ε-DP"}
+
+
+def claims(rows: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
+    """The papers' privacy statements checked by the audit: the four mechanisms Lyu'17 shows
+    are not private as claimed are flagged (a lower bound above the nominal ε), and no
+    mechanism's bound exceeds what its ``privacy()`` proves."""
+    out = []
+    by = {r["mechanism"]: r for r in rows}
+    for name, text in NOT_AS_CLAIMED.items():
+        r = by.get(name)
+        if r is None or r["verdict"] == "skipped":
+            out.append(claim(text, "violation", "not audited", "—", "not checked",
+                             "not in this run's --mechanisms" if r is None else r["claim"]))
+            continue
+        ok = r["verdict"] == "violation"
+        out.append(claim(
+            text, "violation", f"99% lower bound on ε: {r['lower_bound']:.3f} at nominal ε = "
+            f"{r['nominal_epsilon']}", "lower bound above the nominal ε",
+            "agree" if ok else "disagree",
+            "" if ok else "no witness found within this run's trials: the audit is a search "
+            "and can miss a violation; raise --trials / --search-trials"))
+    proven = [r for r in rows if r["mechanism"] not in NOT_AS_CLAIMED
+              and r["verdict"] != "skipped"]
+    above = [r["mechanism"] for r in proven if r.get("exceeds_proven") is True]
+    if proven:
+        out.append(claim(
+            "Every other mechanism is as private as its paper proves (privacy())",
+            "no bound above the proven ε", f"{len(proven)} mechanisms audited; bound above the "
+            f"proven ε: {', '.join(above) or 'none'}", "no 99% lower bound above the proven ε",
+            "agree" if not above else "disagree",
+            "" if not above else "a bound above what privacy() proves is a bug in a kernel or "
+            "a privacy formula, or a 1% accident of the confidence level: rerun with another "
+            "--seed"))
+    return out
+
+
 def write_outputs(rows, config: Config, seconds: float, log=print) -> str:
     os.makedirs(config.out, exist_ok=True)
     path = os.path.join(config.out, "audit.csv")
@@ -162,7 +215,10 @@ def write_outputs(rows, config: Config, seconds: float, log=print) -> str:
         writer.writeheader()
         for r in rows:
             writer.writerow({k: r.get(k, "") for k in COLUMNS})
-    text = table_markdown(rows, config, seconds)
+    rows_claims = claims(rows)
+    write_claims_csv(rows_claims, os.path.join(config.out, "claims.csv"))
+    text = (table_markdown(rows, config, seconds) + "\n## Claims checked\n\n"
+            + claims_markdown(rows_claims) + "\n")
     md = os.path.join(config.out, "audit.md")
     with open(md, "w", encoding="utf-8") as f:
         f.write(text)

@@ -86,6 +86,14 @@ def test_tiny_real_run_writes_outputs(tmp_path, capsys):
     assert em["verdict"] == "none-found" and em["exceeds_proven"] == "False"
     assert float(em["lower_bound"]) <= float(em["claimed_epsilon"])
     assert json.loads(rows["stoddard"]["witness"])["event"]["description"]
+    with open(out / "claims.csv", encoding="utf-8") as f:
+        claims = {c["claim"]: c for c in csv.DictReader(f)}
+    (stoddard,) = [c for c in claims.values() if c["claim"].startswith("Lyu'17 Alg. 5")]
+    assert stoddard["verdict"] == "agree"  # flagged, as Lyu'17 proves
+    (roth,) = [c for c in claims.values() if c["claim"].startswith("Lyu'17 Alg. 3")]
+    assert roth["verdict"] == "not checked"  # not in --mechanisms
+    (rest,) = [c for c in claims.values() if c["claim"].startswith("Every other")]
+    assert rest["verdict"] == "agree" and "1 mechanisms audited" in rest["ours"]
     md = (out / "audit.md").read_text(encoding="utf-8")
     assert "| stoddard |" in md and "| em-peeling |" in md and "## Witnesses" in md
     assert md.strip() in printed
