@@ -168,9 +168,10 @@ def table_markdown(rows: Sequence[dict[str, Any]], config: Config, seconds: floa
 #: Algorithm 4, claimed ε-DP, is only ((1 + 6c)/4)ε-DP; every other mechanism is as private as
 #: its paper proves.
 NOT_AS_CLAIMED = {"roth11": "Lyu'17 Alg. 3: not ε′-DP for any ε′ (Thm 3)",
-                  "stoddard": "Lyu'17 Alg. 5: not ε′-DP for any ε′",
-                  "chen": "Lyu'17 Alg. 6: not ε′-DP for any ε′",
-                  "lee-clifton": "Lyu'17 Alg. 4: claimed ε-DP, only ((1 + 6c)/4)ε-DP"}
+                  "stoddard": "Lyu'17 Alg. 5: not ε′-DP for any ε′ (Thm 4)",
+                  "chen": "Lyu'17 Alg. 6: not ε′-DP for any ε′ (Thm 5)",
+                  "lee-clifton": "Lyu'17 Alg. 4: claimed ε-DP, only ((1 + 6c)/4)ε-DP (by "
+                                 "Thm 6)"}
 
 
 def claims(rows: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
