@@ -130,6 +130,7 @@ PAPER_TRIALS = 10_000
 PAPER_EXTRA_ANSWERS, PAPER_EXTRA_K = 18, 22
 PAPER_REMAINING_PCT = 40.0
 PAPER_F_RATIO = 1.5
+THEORY_REF = {"svt-gap": "Sec. 6.2", "noisy-top-k-gap": "Corollary 1"}
 
 #: The paper's statements about Figures 1-4, quoted (Sections 1, 5.2, 6.2, 7).
 PAPER_STATEMENTS = {
@@ -726,11 +727,11 @@ def plot(results: dict[str, list[dict[str, Any]]], out: str) -> list[str]:
                 if figure == 1:
                     xs = np.arange(int(x.min()), int(x.max()) + 1)
                     ax.plot(xs, _theory_curve(mechanism, xs), "--", lw=2,
-                            label="theoretical expected reduction")
+                            label=f"paper's theory ({THEORY_REF[mechanism]})")
                 else:
                     theory = _theory_curve(mechanism, np.array([rows[0]["k"]]))[0]
                     ax.plot(x, np.full(len(x), theory), "--", lw=2,
-                            label="theoretical expected reduction")
+                            label=f"paper's theory ({THEORY_REF[mechanism]})")
                 ax.set_ylim(0, 70)
                 ax.set_xlabel(xlabel)
                 ax.set_ylabel("% reduction of MSE")

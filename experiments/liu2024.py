@@ -542,6 +542,7 @@ def plot(res, out) -> list[str]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     paths: list[str] = []
     t5 = res["table5"]
@@ -636,6 +637,10 @@ def plot(res, out) -> list[str]:
                             yerr=[2 * r[f"{metric}_se"] for r in rs], color=color,
                             marker=marker, ls=ls, ms=4, capsize=2, label=m)
             ax.set_xscale("log")
+            grid = sorted({r["epsilon"] for r in res["fig7"] if r["dataset"] == ds})
+            ax.set_xticks(grid)
+            ax.set_xticklabels([f"{e:g}" for e in grid])
+            ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
             ax.set(xlabel="ε", ylabel=f"{metric.upper()} (± 2 SE)", ylim=(-0.02, 1.02),
                    title=f"Fig. 7 ({metric.upper()}): {ds}")
             ax.grid(alpha=0.3, which="both")
