@@ -235,3 +235,21 @@ def test_svt_gap_scales_are_the_estimators():
         b0, bq = ding2019.svt_gap_scales(eps, k)
         assert float(estimators.gap_variance(b0, bq)) == pytest.approx(
             float(estimators.svt_gap_variance(eps, k, True)), rel=1e-12)
+
+
+def test_bias_check_reruns_the_farthest_point(tmp_path):
+    """The Noisy-Top-K-with-Gap point farthest beyond the bound is re-run with fresh runs
+    (another seed) and judged against the theory; nothing is re-run when no point is beyond."""
+    rows = [dict(dataset="t40i10d100k", mechanism="noisy-top-k-gap", figure=2, epsilon=0.7,
+                 k=2, z=z, improvement_pct=p, improvement_se_pct=1.0, theory_pct=25.0,
+                 noise_over_threshold=0.01) for z, p in ((0.5, 25.5), (9.0, 34.0))]
+    config = ding2019.Config(ks=(2,), fig2_k=2, trials=60, bias_factor=2, out=str(tmp_path),
+                             verbose=False)
+    b = ding2019.bias_check(config, rows, log=lambda *a: None)
+    assert (b["epsilon"], b["k"], b["first_z"], b["trials"]) == (0.7, 2, 9.0, 120)
+    assert b["theory_pct"] == pytest.approx(25.0) and b["se_pct"] > 0
+    assert b["bias"] == (abs(b["z"]) > 3)
+    text = ding2019._bias_text(b, "t40i10d100k", "noisy-top-k-gap")
+    assert "120 fresh runs" in text
+    assert ding2019.bias_check(config, rows[:1], log=lambda *a: None) is None
+    assert ding2019.bias_check(ding2019.Config(bias_factor=0), rows) is None
