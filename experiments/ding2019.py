@@ -51,6 +51,10 @@ selects on T40I10D100K). Every point is seeded by the engine from ``--seed`` and
 finished points are kept under ``<out>/sweep/`` and reused by a rerun. Run times are recorded by
 ``benchmarks/bench_reproduce.py``, not here.
 
+Paper sizes: 10,000 runs per cell, as the paper (standard error of an MSE reduction 0.2-0.3
+points on T40I10D100K, of a mean number of answers about 0.02); the bias check re-runs one point
+with 100,000 (SE about 0.1 point).
+
 Datasets: the paper uses BMS-POS, Kosarak (fetch-only in svtjax, NOT available offline: reported
 missing unless ``svtjax.datasets.fetch`` has cached them) and T40I10D100K (shipped). Offline this
 runs T40I10D100K and BMS-WebView-1 (a click-stream dataset from the same KDD Cup 2000 source as
