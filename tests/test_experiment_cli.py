@@ -144,3 +144,14 @@ def test_experiments_use_public_api_only():
     for path in sorted((ROOT / "experiments").glob("*.py")):
         for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             assert not private.search(line), f"{path.name}:{i}: {line.strip()}"
+
+
+def test_readme_lists_what_is_out_of_reach_offline():
+    """Issue 15 item 9: one table in experiments/README.md of the papers' items that need data
+    not available offline, with what fetch does once online."""
+    text = (ROOT / "experiments" / "README.md").read_text(encoding="utf-8")
+    table = text[text.index("## What cannot be reproduced offline"):]
+    for needle in ("BMS-POS", "Kosarak", "AOL", "CIFAR-10", "svtjax.datasets.fetch"):
+        assert needle in table, needle
+    for name in experiments.names():
+        assert f"`{name}.py`" in text, name

@@ -86,3 +86,31 @@ def test_two_labels_sharing_a_point_both_reach_the_table(tmp_path):
     got = {(r["method"], r["epsilon"]): r["ncr"] for r in rows}
     assert set(got) == {(liu2024.UPPER, 0.01), (liu2024.UPPER_SVT, 0.1)}
     assert got[(liu2024.UPPER, 0.01)] == got[(liu2024.UPPER_SVT, 0.1)]
+
+
+def _fig8_rows(leads, eps=0.1, se=0.01):
+    """T40I10D100K Figure 8 rows: SVT-Exp (optimal) − the others = lead at each traversal."""
+    rows = []
+    for passes, lead in leads.items():
+        for m in liu2024.SVT_METHODS:
+            ncr = 0.8 + (lead if m == "SVT-Exp (optimal)" else 0.0)
+            rows.append(dict(dataset="t40i10d100k", epsilon=eps, passes=passes, method=m,
+                             ncr=ncr, ncr_se=se, r=123.0))
+    return rows
+
+
+def test_fig8_claim_on_t40_is_judged():
+    """Issue 15 item 4: the paper's "slightly inferior at very few traversals, better with a
+    few more (< 5)" on T40I10D100K is checked, and flagged when it fails."""
+    config = liu2024.Config(fig8_epsilons=(0.1,))
+
+    def verdict(leads):
+        res = {"fig8": _fig8_rows(leads), "fig6": []}
+        (c,) = [c for c in liu2024._fig8_claims(res, config) if "T40I10D100K" in c["claim"]]
+        return c
+
+    assert verdict({1: -0.05, 2: -0.01, 3: 0.05, 5: 0.06, 10: 0.06})["verdict"] == "agree"
+    fails = verdict({1: -0.2, 2: -0.2, 3: -0.15, 5: -0.1, 10: -0.02})
+    assert fails["verdict"] == "disagree" and "Figure 8 ε is not stated" in fails["explanation"]
+    one = liu2024._fig8_claims({"fig8": _fig8_rows({2: 0.0}), "fig6": []}, config)
+    assert [c["verdict"] for c in one if "T40I10D100K" in c["claim"]] == ["not checked"]
