@@ -626,7 +626,7 @@ def bias_check(config: Config, mse_rows, log=print) -> Optional[dict[str, Any]]:
     import svtjax
 
     mech = svtjax.get("noisy-top-k-gap", epsilon=kmax * (eps / 2) / k, k=kmax, monotonic=True)
-    cell = _mse_cell("topk", _moments(res)[(label, kmax)], k, mech)
+    cell = _mse_cell("topk", _moments(res)[(label, k)], k, mech)
     return {"dataset": name, "epsilon": eps, "k": k, "figure": worst["figure"],
             "first_pct": worst["improvement_pct"], "first_se_pct": worst["improvement_se_pct"],
             "first_z": worst["z"], "trials": big.trials, "pct": cell["improvement_pct"],

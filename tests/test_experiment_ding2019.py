@@ -243,7 +243,7 @@ def test_bias_check_reruns_the_farthest_point(tmp_path):
     rows = [dict(dataset="t40i10d100k", mechanism="noisy-top-k-gap", figure=2, epsilon=0.7,
                  k=2, z=z, improvement_pct=p, improvement_se_pct=1.0, theory_pct=25.0,
                  noise_over_threshold=0.01) for z, p in ((0.5, 25.5), (9.0, 34.0))]
-    config = ding2019.Config(ks=(2,), fig2_k=2, trials=60, bias_factor=2, out=str(tmp_path),
+    config = ding2019.Config(ks=(2, 4), fig2_k=2, trials=60, bias_factor=2, out=str(tmp_path),
                              verbose=False)
     b = ding2019.bias_check(config, rows, log=lambda *a: None)
     assert (b["epsilon"], b["k"], b["first_z"], b["trials"]) == (0.7, 2, 9.0, 120)
