@@ -4,8 +4,9 @@ The same timings run in three fresh processes: ``default`` (``SVTJAX_MALLOC_TUNI
 defaults, every buffer above 32 MiB is a fresh ``mmap`` whose pages fault on first touch),
 ``thresholds`` (glibc's mmap and trim thresholds raised through its environment variables, as
 svtjax did before it also set one malloc arena) and ``tuned`` (svtjax's setting): a jitted fill
-of a 40 MB int32 array, and the headline svt-s workload (Zipf, ε = 0.5, c = 50) returning full
-Outcomes and with the benchmark's reducer. Each timing also records the minor page faults per
+of a 40 MB int32 array, and svt-s on the Zipf workload (ε = 0.5, c = 50; the stream sorted by
+score, as in its first records, or shuffled per trial) returning full Outcomes and with the
+benchmark's count-only reducer. Each timing also records the minor page faults per
 call.
 Writes ``benchmarks/results/allocator-<machine>-<UTC time>.json``; ``update_results.py`` renders
 the latest record into RESULTS.md.
@@ -46,10 +47,10 @@ def child(repeats: int) -> dict:
     import numpy as np
 
     import svtjax
-    from svtjax import _malloc
-    from svtjax.bench import HEADLINE, count_reduce, mechanism_params, zipf_workload
+    from benchmarks.machine import tune_allocator
+    from benchmarks.workload import HEADLINE, count_reduce, headline_params, zipf_workload
 
-    _malloc.tune_allocator()
+    tuned = tune_allocator()
 
     def median(f):
         """(median wall seconds, minor page faults per call) over ``repeats`` warm calls."""
@@ -65,14 +66,14 @@ def child(repeats: int) -> dict:
 
     fill = jax.jit(lambda x: jnp.full((1000, 10000), x, jnp.int32))
     fill_s, fill_faults = median(lambda: jax.block_until_ready(fill(jnp.int32(-1))))
-    out = {"tuned": _malloc.state(), "fill_40mb_s": fill_s, "fill_40mb_faults": fill_faults,
+    out = {"tuned": tuned, "fill_40mb_s": fill_s, "fill_40mb_faults": fill_faults,
            "cases": []}
     for n, trials, shuffle in CASES:
-        q, T = zipf_workload(n)
-        mech = svtjax.get(HEADLINE, **mechanism_params(HEADLINE, 0.5, 50, n))
+        q, T = zipf_workload(n, order="sorted")  # the order of the records before it
+        mech = svtjax.get(HEADLINE, **headline_params(0.5, 50))
         run = lambda **kw: jax.block_until_ready(svtjax.simulate(  # noqa: E731
             mech, q, T, trials=trials, shuffle=shuffle, progress=False, **kw))
-        case = {"n": n, "trials": trials, "mode": "shuffle" if shuffle else "fixed"}
+        case = {"n": n, "trials": trials, "mode": "shuffle" if shuffle else "sorted"}
         case["full_s"], case["full_faults"] = median(run)
         case["reduce_s"], case["reduce_faults"] = median(lambda: run(reduce=count_reduce))
         out["cases"].append(case)
@@ -80,7 +81,8 @@ def child(repeats: int) -> dict:
 
 
 def main(argv=None) -> int:
-    from svtjax.bench import _load, machine_info
+    from benchmarks.machine import load as _load
+    from benchmarks.machine import machine_info
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeats", type=int, default=15)

@@ -31,32 +31,19 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+if __package__ in (None, ""):
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.machine import cpu_model, load  # noqa: E402
 
 # Fields added since the first records (cache, per-experiment load, warmup_seconds) are
 # additive, so the schema id stays the one RESULTS.md's renderer reads.
 SCHEMA = "svtjax-reproduce/1"
 
 
-def _load() -> list[float] | None:
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        return None
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def _experiment_names() -> list[str]:
-    sys.path.insert(0, str(ROOT))
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
     import experiments
 
     return experiments.names()
@@ -68,13 +55,13 @@ def _run_all(names, mode, out, env) -> list[dict]:
         cmd = [sys.executable, "-m", "svtjax.cli", "reproduce", name, f"--{mode}",
                "--out", os.path.join(out, name)]
         print(f"[reproduce] {' '.join(cmd[2:])}", flush=True)
-        load_start = _load()
+        load_start = load()
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
         seconds = time.perf_counter() - t0
         tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
         rows.append({"experiment": name, "seconds": seconds, "returncode": proc.returncode,
-                     "tail": tail, "load_start": load_start, "load_end": _load()})
+                     "tail": tail, "load_start": load_start, "load_end": load()})
         print(f"[reproduce] {name}: {seconds:.0f} s, exit {proc.returncode}", flush=True)
     return rows
 
@@ -107,16 +94,16 @@ def main(argv=None) -> int:
             print("[reproduce] warm-up pass (not recorded)", flush=True)
             warmup = _run_all(names, args.mode, os.path.join(tmp, "warmup"), env)
         t_all = time.perf_counter()
-        load_start = _load()
+        load_start = load()
         rows = _run_all(names, args.mode, out, env)
         total = time.perf_counter() - t_all
-        load_end = _load()
+        load_end = load()
     machine = args.machine or socket.gethostname()
     now = _dt.datetime.now(_dt.timezone.utc)
     record = {
         "schema": SCHEMA, "created": now.isoformat(timespec="seconds"), "mode": args.mode,
         "cache": args.cache,
-        "machine": {"machine_id": machine, "cpu_model": _cpu_model(),
+        "machine": {"machine_id": machine, "cpu_model": cpu_model(),
                     "logical_cores": os.cpu_count(), "platform": platform.platform()},
         "load_average": {"start": load_start, "end": load_end},
         "experiments": rows, "total_seconds": total,

@@ -49,7 +49,7 @@ def measure(repeats: int) -> list:
     import jax.numpy as jnp
     from jax import lax
 
-    from svtjax.mechanisms import _svt_engine as engine
+    from svtjax.mechanisms import _engine as engine
     from svtjax.mechanisms.base import BLOCK, block_order, num_blocks, stream_key
 
     n_pad = num_blocks(N) * BLOCK
@@ -81,13 +81,13 @@ def measure(repeats: int) -> list:
             def run(orders):
                 def body(b, carry):
                     fy, acc = carry
-                    fy, items = kernel(fy, orders[b], b)
+                    fy, items = kernel(fy, orders[b], b * BLOCK)
                     return fy, acc + items.sum()
                 return lax.fori_loop(0, BLOCKS, body,
                                      (engine._shuffle_init(batch, n_pad), jnp.int32(0)))[1]
             return run
 
-        flat, indexed = (fisher_yates(engine._fisher_yates_block),
+        flat, indexed = (fisher_yates(engine.fisher_yates_block),
                          fisher_yates(engine._fisher_yates_block_2d))
         assert int(flat(orders)) == int(indexed(orders))  # same items
         timings = {
@@ -107,7 +107,7 @@ def measure(repeats: int) -> list:
 
 
 def main(argv=None) -> int:
-    from svtjax import bench
+    from benchmarks import machine
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=11)
@@ -117,15 +117,15 @@ def main(argv=None) -> int:
     record = {
         "schema": SCHEMA,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "machine": bench.machine_info(),
-        "device": bench.device_info(),
-        "versions": bench.versions(),
-        "source": bench.source_state(),
-        "load_average": {"start": bench._load()},
+        "machine": machine.machine_info(),
+        "device": machine.device_info(),
+        "versions": machine.versions(),
+        "source": machine.source_state(),
+        "load_average": {"start": machine.load()},
         "config": {"n": N, "blocks": BLOCKS, "batches": list(BATCHES), "repeats": args.repeats},
         "rows": measure(args.repeats),
     }
-    record["load_average"]["end"] = bench._load()
+    record["load_average"]["end"] = machine.load()
     record["wall_s"] = time.perf_counter() - started
     args.out.mkdir(parents=True, exist_ok=True)
     stamp = record["created"].replace("+00:00", "").replace(":", "")

@@ -1,7 +1,7 @@
 """Regenerates benchmarks/RESULTS.md from the JSON records in benchmarks/results/.
 
 Every number in RESULTS.md comes from a record written by ``svtjax bench`` (the latest full run
-per machine); nothing is typed by hand.
+per machine) or by a ``bench_*.py`` script; nothing is typed by hand.
 
     python benchmarks/update_results.py [--results DIR] [--output FILE] [--include-custom]
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from svtjax.bench import write_results_md  # noqa: E402
+from benchmarks.render import write_results_md  # noqa: E402
 
 
 def main(argv=None) -> int:

@@ -11,15 +11,17 @@ Public surface (DESIGN.md, "Core contracts"):
 * ``svtjax.simulate`` — many trials, chunked and sharded, compiled once per structure.
 * ``svtjax.selected`` — the ⊤ items of an Outcome in stream order; ``svtjax.prefix_counts`` —
   the evaluated prefix's length and ⊤ count, read only up to each trial's halting point.
-* ``svtjax.reference`` — plain numpy loops written from the papers.
+* ``svtjax.reference`` — plain numpy loops written from the papers; ``svtjax.testing`` — the
+  common-random-number harness that checks a mechanism against its reference.
+* ``svtjax.tune_allocator()`` — an explicit, process-wide glibc tuning for large runs (never
+  done on import).
 * ``svtjax.metrics``, ``svtjax.datasets`` — utility metrics and the offline datasets.
 * ``svtjax.sweep`` (grids), ``svtjax.audit`` (empirical privacy audits) — imported on first
   use: ``import svtjax.sweep``. The papers' tables and figures are reproduced by the
   repository's top-level ``experiments/`` (not part of the package; ``svtjax reproduce``).
 """
 
-from svtjax import (  # _malloc first: it tunes glibc before XLA starts its threads
-    _malloc,  # noqa: F401
+from svtjax import (
     accounting,
     budget,
     correction,
@@ -32,6 +34,7 @@ from svtjax import (  # _malloc first: it tunes glibc before XLA starts its thre
 )
 from svtjax._cache import enable_compilation_cache
 from svtjax._core import Draws, Outcome, prefix_counts, selected
+from svtjax._malloc import tune_allocator
 from svtjax.accounting import RDP, ApproxDP, Guarantee, NotPrivate, PureDP
 from svtjax.mechanisms import get, names
 from svtjax.simulate import simulate
@@ -61,4 +64,5 @@ __all__ = [
     "reference",
     "selected",
     "simulate",
+    "tune_allocator",
 ]

@@ -6,10 +6,11 @@ trials carries a leading trial axis on every field.
 
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from svtjax._types import Array
 
@@ -18,7 +19,10 @@ __all__ = ["Outcome", "Draws", "selected", "prefix_counts", "NOT_EVALUATED"]
 NOT_EVALUATED = -1
 
 
-class Outcome(NamedTuple):
+_FIELDS = ("answers", "items", "values", "cost")
+
+
+class Outcome:
     """What one trial of a mechanism released, position by position along the stream.
 
     Attributes:
@@ -28,41 +32,229 @@ class Outcome(NamedTuple):
       values: float[L]; released number (noisy answer, noisy gap), NaN where none.
       cost: float[L]; privacy budget charged at that position, 0 where none. Up-front costs
         (a threshold's ε1) are part of ``privacy()``, not of ``cost``.
+
+    A batch of trials carries a leading trial axis on every field. ``Outcome(answers, items,
+    values, cost)`` builds one from four arrays; it behaves like the named tuple it used to be
+    (``_fields``, iteration, indexing, ``_replace``, ``_asdict``).
+
+    The engine returns *compact* Outcomes (:meth:`compact`): a field that is a function of the
+    answers is not stored but computed when read — ``items`` in a fixed order (the position, mod
+    n), ``values`` of a mechanism that releases nothing (NaN), ``cost`` of a mechanism that
+    charges the same at every ⊤ (that charge at ⊤, 0 elsewhere). Reading such a field returns the
+    same array a stored field would (computed once per object and kept); what a compact Outcome
+    saves is writing and moving trials × L arrays that carry no information, which on a CPU
+    costs more than a top-c SVT run itself. ``svtjax.selected`` and ``prefix_counts`` read only
+    what they need.
     """
 
-    answers: Array
-    items: Array
-    values: Array
-    cost: Array
+    __slots__ = ("answers", "_items", "_values", "_cost", "_top_cost", "_n", "_dtype", "_cache")
+
+    def __init__(self, answers, items, values, cost):
+        self._set(answers, items, values, cost, None, None, None)
+
+    def _set(self, answers, items, values, cost, top_cost, n, dtype):
+        set_ = object.__setattr__
+        set_(self, "answers", answers)
+        set_(self, "_items", items)
+        set_(self, "_values", values)
+        set_(self, "_cost", cost)
+        set_(self, "_top_cost", top_cost)
+        set_(self, "_n", n)
+        set_(self, "_dtype", dtype)
+        set_(self, "_cache", {})
+
+    @classmethod
+    def compact(cls, answers, *, n: int, dtype, items=None, values=None, cost=None,
+                top_cost=None) -> "Outcome":
+        """An Outcome that stores only what the answers do not determine.
+
+        Args:
+          answers: int8[..., L].
+          n: the number of queries (items default to the position mod n where evaluated).
+          dtype: the float dtype of ``values`` and ``cost``.
+          items, values: stored arrays, or None (derived: position mod n; NaN).
+          cost: a stored array, or None with ``top_cost`` (float[...], the charge of a ⊤ for
+            each trial): ``top_cost`` at ⊤, 0 elsewhere.
+        """
+        if cost is None and top_cost is None:
+            raise ValueError("a compact Outcome needs cost or top_cost")
+        out = object.__new__(cls)
+        out._set(answers, items, values, cost, top_cost, int(n), jnp.dtype(dtype).name)
+        return out
+
+    # -- fields ---------------------------------------------------------------------------
+    def _xp(self):
+        return np if isinstance(self.answers, np.ndarray) else jnp
+
+    def _derived(self, name, make):
+        cache = self._cache
+        if name not in cache:
+            cache[name] = make()
+        return cache[name]
+
+    @property
+    def items(self):
+        if self._items is not None:
+            return self._items
+
+        def make():
+            xp = self._xp()
+            length = self.answers.shape[-1]
+            position = (xp.arange(length, dtype=np.int32) % np.int32(self._n)).astype(np.int32)
+            return xp.where(self.answers >= 0, position, np.int32(-1)).astype(np.int32)
+        return self._derived("items", make)
+
+    @property
+    def values(self):
+        if self._values is not None:
+            return self._values
+        return self._derived("values", lambda: self._xp().full(self.answers.shape, np.nan,
+                                                               self._dtype))
+
+    @property
+    def cost(self):
+        if self._cost is not None:
+            return self._cost
+
+        def make():
+            xp = self._xp()
+            top = xp.asarray(self._top_cost, self._dtype)[..., None]
+            return xp.where(self.answers == 1, top, xp.zeros((), self._dtype)).astype(
+                self._dtype)
+        return self._derived("cost", make)
+
+    @property
+    def stored_items(self):
+        """The stored ``items`` array, or None when they are the position mod n."""
+        return self._items
+
+    # -- the named-tuple interface ----------------------------------------------------------
+    _fields = _FIELDS
+
+    def __iter__(self):
+        return iter((self.answers, self.items, self.values, self.cost))
+
+    def __len__(self) -> int:
+        return 4
+
+    def __getitem__(self, i):
+        return tuple(self)[i]
+
+    def _asdict(self) -> dict:
+        return dict(zip(_FIELDS, self))
+
+    def _replace(self, **changes) -> "Outcome":
+        unknown = set(changes) - set(_FIELDS)
+        if unknown:
+            raise ValueError(f"Outcome has no field(s) {sorted(unknown)}; fields: {_FIELDS}")
+        return Outcome(**{**self._asdict(), **changes})
+
+    def __setattr__(self, name, value):
+        raise AttributeError("Outcome is immutable; use _replace")
+
+    def __repr__(self) -> str:
+        return "Outcome(" + ", ".join(f"{f}={getattr(self, f)!r}" for f in _FIELDS) + ")"
 
 
-class Draws(NamedTuple):
-    """Every random number one trial may use, as *standard* (unit-scale) variates.
+def _outcome_flatten(out: Outcome):
+    children = (out.answers, out._items, out._values, out._cost, out._top_cost)
+    return children, (out._n, out._dtype)
+
+
+def _outcome_flatten_with_keys(out: Outcome):
+    children, aux = _outcome_flatten(out)
+    names = ("answers", "items", "values", "cost", "top_cost")
+    return [(jax.tree_util.GetAttrKey(k), c) for k, c in zip(names, children)], aux
+
+
+def _outcome_unflatten(aux, children):
+    out = object.__new__(Outcome)
+    out._set(*children, *aux)
+    return out
+
+
+jax.tree_util.register_pytree_with_keys(Outcome, _outcome_flatten_with_keys,
+                                        _outcome_unflatten, _outcome_flatten)
+
+
+class Draws:
+    """Every random number one trial may use, as *standard* (unit-scale) variates, by stream.
 
     A mechanism multiplies by its noise scales inside ``decide``, so the same ``Draws`` serve every
-    ε (common random numbers across a sweep). Position ``p`` of each stream array is drawn from
-    block ``p // BLOCK`` of that stream's key (``svtjax.mechanisms.base.BLOCK``), so the value at a
-    position depends only on (trial key, stream, position) — never on how far a kernel reads.
-    Fields a mechanism does not use are ``None``.
+    ε (common random numbers across a sweep). Each stream is named after what it feeds, and
+    ``draws.<name>`` (or ``draws["<name>"]``) returns it, ``None`` when the mechanism does not
+    draw that stream. Position ``p`` of a per-position stream is drawn from block ``p // BLOCK``
+    of that stream's key (``svtjax.mechanisms.BLOCK``), so the value at a position depends only on
+    (trial key, stream, position) — never on how far a kernel reads.
 
-    Attributes:
-      threshold: scalar; the initial threshold noise ρ (standard variate).
-      query: float[L]; query noise ν at each stream position.
-      refresh: float[L]; fresh threshold noise drawn after a ⊤ at that position (mechanisms that
-        redraw ρ, e.g. ``dpbook``).
-      answer: float[L]; noise of the released answer at that position (``svt-s`` with ε3 > 0).
-      order: int32[n]; Fisher–Yates swap indices: at step p, positions p and ``order[p]`` (drawn
-        uniformly from p..n-1) are swapped. Present only for shuffled runs.
-      query2: float[L]; a second query noise at each position (``adaptive-svt-gap``'s η_i, whose
-        ξ_i is ``query``).
+    The built-in mechanisms use these streams:
+
+    * ``threshold``: scalar; the initial threshold noise ρ.
+    * ``query``: float[L]; query noise ν at each stream position.
+    * ``refresh``: float[L]; fresh threshold noise drawn after a ⊤ (or a stage's end) at that
+      position (``dpbook``, RESAMPLE, stage-wise SVT).
+    * ``answer``: float[L]; noise of the released answer at that position (``svt-s`` with ε3 > 0).
+    * ``query2``: float[L]; a second query noise (``adaptive-svt-gap``'s η_i; ξ_i is ``query``).
+    * ``order``: int32[n]; Fisher–Yates swap indices: at step p, positions p and ``order[p]``
+      (uniform on p..n-1) are swapped. Present only for shuffled runs.
+
+    A rule of one's own may name other streams (``ThresholdMechanism.streams``).
     """
 
-    threshold: Array
-    query: Optional[Array] = None
-    refresh: Optional[Array] = None
-    answer: Optional[Array] = None
-    order: Optional[Array] = None
-    query2: Optional[Array] = None
+    __slots__ = ("_streams",)
+
+    def __init__(self, streams=None, /, **named):
+        merged = dict(streams or {})
+        merged.update(named)
+        object.__setattr__(self, "_streams",
+                           {k: v for k, v in sorted(merged.items()) if v is not None})
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self._streams.get(name)
+
+    def __getitem__(self, name):
+        return self._streams[name]
+
+    def __contains__(self, name):
+        return name in self._streams
+
+    def __setattr__(self, name, value):
+        raise AttributeError("Draws is immutable; build a new one with Draws({...})")
+
+    def names(self):
+        return tuple(self._streams)
+
+    def items(self):
+        return self._streams.items()
+
+    def replace(self, **changes):
+        return Draws({**self._streams, **changes})
+
+    def __repr__(self):
+        inner = ", ".join(f"{k}={getattr(v, 'shape', v)}" for k, v in self._streams.items())
+        return f"Draws({inner})"
+
+
+def _draws_flatten(d: Draws):
+    names = tuple(d._streams)
+    return [d._streams[k] for k in names], names
+
+
+def _draws_flatten_with_keys(d: Draws):
+    names = tuple(d._streams)
+    return [(jax.tree_util.DictKey(k), d._streams[k]) for k in names], names
+
+
+def _draws_unflatten(names, children):
+    out = object.__new__(Draws)
+    object.__setattr__(out, "_streams", dict(zip(names, children)))
+    return out
+
+
+jax.tree_util.register_pytree_with_keys(Draws, _draws_flatten_with_keys, _draws_unflatten,
+                                        _draws_flatten)
 
 
 _SELECT_BLOCK = 256
@@ -77,12 +269,14 @@ def _row_block(x: Array, b, width: int) -> tuple[Array, Array]:
     return blk, (start + jnp.arange(width)) >= b * width
 
 
-def _selected_rows(answers: Array, items: Array, k: int) -> Array:
+@functools.partial(jax.jit, static_argnums=(2, 3))
+def _selected_rows(answers: Array, items, k: int, n: int) -> Array:
     """``selected`` for a 2-D batch [R, L], reading blocks only until a row has k picks.
 
     SVT outcomes are mostly -1 past the halting point, so for a top-c run this touches the first
     few blocks of most rows instead of the whole stream (a cumulative sum over trials x n costs
     more than the mechanism itself); rows that need more are compacted (``svtjax._loops``).
+    ``items`` None: the item at position p is p mod n (a compact Outcome's fixed order).
     """
     from svtjax._loops import compacting_block_loop
 
@@ -94,7 +288,12 @@ def _selected_rows(answers: Array, items: Array, k: int) -> Array:
         count, picks = carry
         answers, items = work
         blk, fresh = _row_block(answers, b, width)
-        blk_items, _ = _row_block(items, b, width)
+        if items is None:
+            start = jnp.minimum(b * width, length - width)
+            blk_items = jnp.broadcast_to((start + jnp.arange(width, dtype=jnp.int32)) % n,
+                                         blk.shape)
+        else:
+            blk_items, _ = _row_block(items, b, width)
         top = (blk == 1) & fresh[None, :] & (count < k)[:, None]
         rank = count[:, None] + jnp.cumsum(top, axis=1, dtype=jnp.int32) - 1
         slot = jnp.where(top & (rank < k), rank, k)  # slot k is a discard column
@@ -107,6 +306,7 @@ def _selected_rows(answers: Array, items: Array, k: int) -> Array:
     return out[1][:, :k]
 
 
+@jax.jit
 def _prefix_rows(answers: Array) -> tuple[Array, Array]:
     """``prefix_counts`` for a 2-D batch [R, L], reading blocks only until a row's first -1."""
     from svtjax._loops import compacting_block_loop
@@ -138,12 +338,17 @@ def _prefix_rows(answers: Array) -> tuple[Array, Array]:
 
 
 def _rows_of(outcome: Outcome) -> tuple[Array, Array, tuple[int, ...]]:
-    answers, items = jnp.asarray(outcome.answers), jnp.asarray(outcome.items)
-    if answers.shape != items.shape or answers.ndim < 1:
+    """answers and items as 2-D batches [R, L] (items None when a compact Outcome derives them
+    from the position), and the batch shape."""
+    answers = jnp.asarray(outcome.answers)
+    stored = outcome.stored_items if isinstance(outcome, Outcome) else outcome.items
+    items = None if stored is None else jnp.asarray(stored)
+    if answers.ndim < 1 or (items is not None and answers.shape != items.shape):
         raise ValueError("outcome.answers and outcome.items must share a shape [..., L]; got "
-                         f"{answers.shape} and {items.shape}")
+                         f"{answers.shape} and {None if items is None else items.shape}")
     length = answers.shape[-1]
-    return answers.reshape(-1, length), items.reshape(-1, length), answers.shape[:-1]
+    items = None if items is None else items.reshape(-1, length)
+    return answers.reshape(-1, length), items, answers.shape[:-1]
 
 
 def prefix_counts(outcome: Outcome) -> tuple[Array, Array]:
@@ -181,5 +386,6 @@ def selected(outcome: Outcome, k: int) -> Array:
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise ValueError(f"k must be an integer >= 1; got {k!r}")
     answers, items, batch = _rows_of(outcome)
-    picks = _selected_rows(answers, items, k)
+    n = outcome._n if isinstance(outcome, Outcome) and outcome._n else answers.shape[-1]
+    picks = _selected_rows(answers, items, k, int(n))
     return picks.reshape(batch + (k,))

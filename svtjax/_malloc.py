@@ -17,13 +17,17 @@ minor faults per call, where the thresholds alone left up to a few thousand; the
 stayed within run-to-run noise of each other. Its cost: the process's threads share one
 malloc lock, which a program that allocates heavily from many threads of its own may notice
 (``SVTJAX_MALLOC_TUNING=0`` opts out). The arena setting only takes effect for threads
-that have not allocated yet, so ``import svtjax`` applies it, before XLA starts its threads.
+that have not allocated yet, so call it before anything starts XLA's threads (before the first
+JAX computation).
 
-:func:`tune_allocator` runs when svtjax is imported (and is called again, as a no-op, by
-``svtjax.simulate``, ``svtjax.sweep.run`` and ``svtjax bench``).
-Set ``SVTJAX_MALLOC_TUNING=0`` to leave the allocator alone (the equivalent environment setting
-``MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=2147483647 MALLOC_ARENA_MAX=1
-MALLOC_TOP_PAD_=268435456`` works for any process, and from its start).
+These settings change the whole host process, so a library must not make them behind its
+user's back: ``import svtjax`` and ``svtjax.simulate`` leave the allocator alone.
+:func:`tune_allocator` (``svtjax.tune_allocator()``) is an explicit call, made by the
+``svtjax`` command line and the benchmark scripts on start-up; a script or notebook that runs
+large simulations calls it once, first thing. Set ``SVTJAX_MALLOC_TUNING=0`` to make it a no-op
+(the equivalent environment setting ``MALLOC_MMAP_THRESHOLD_=1073741824
+MALLOC_TRIM_THRESHOLD_=2147483647 MALLOC_ARENA_MAX=1 MALLOC_TOP_PAD_=268435456`` works for any
+process, and from its start).
 """
 
 from __future__ import annotations
@@ -47,7 +51,13 @@ _STATE: Optional[bool] = None
 
 
 def tune_allocator() -> bool:
-    """Raises glibc's mmap and trim thresholds once per process; returns whether it is in effect.
+    """Tunes glibc's allocator for large simulation buffers, once per process (module docstring:
+    mmap and trim thresholds raised, one arena, a 256 MiB top pad); returns whether the tuning
+    is in effect.
+
+    Call it first thing in a process that runs large simulations (before the first JAX
+    computation, so that XLA's threads share the one arena). It changes the allocator of the
+    whole process, which is why svtjax never calls it on import.
 
     Does nothing (returns False) off Linux, without glibc, or when ``SVTJAX_MALLOC_TUNING=0``.
     """
@@ -76,5 +86,3 @@ def state() -> Optional[bool]:
     """None before :func:`tune_allocator` ran, else whether the tuning is in effect."""
     return _STATE
 
-
-tune_allocator()  # on import: ``import svtjax`` imports this module before anything starts XLA

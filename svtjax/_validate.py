@@ -8,20 +8,36 @@ object holding them was built.
 
 from __future__ import annotations
 
+import difflib
+import math
 import numbers
-from typing import Any
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
 from svtjax._pytree import is_concrete
+
+INT32_MAX = 2**31 - 1
+"""The largest integer parameter accepted (counts, cut-offs, trials and stream positions are
+int32 inside the kernels)."""
+
+NOISE_HEADROOM = 64.0
+"""A noise scale b must satisfy b · NOISE_HEADROOM <= the dtype's largest number, so that a scaled
+variate stays finite: standard Laplace, exponential and Gumbel variates are below 17 in float32
+and 37 in float64 (−log of the smallest uniform), Gaussian ones below 9."""
 
 
 def _values(x: Any) -> np.ndarray:
     return np.asarray(x)
 
 
+_PLAIN = (int, float)  # Python numbers: checked without numpy (the common, fast path)
+
+
 def positive(name: str, value: Any, *, allow_inf: bool = False) -> Any:
     """Checks ``value > 0`` (elementwise) and finite unless ``allow_inf``."""
+    if type(value) in _PLAIN and value > 0 and (allow_inf or value != math.inf):
+        return value
     if not is_concrete(value):
         return value
     if isinstance(value, bool) or not _is_number_like(value):
@@ -38,6 +54,8 @@ def positive(name: str, value: Any, *, allow_inf: bool = False) -> Any:
 
 def nonnegative(name: str, value: Any) -> Any:
     """Checks ``0 <= value < inf`` (elementwise)."""
+    if type(value) in _PLAIN and 0 <= value < math.inf:
+        return value
     if not is_concrete(value):
         return value
     if isinstance(value, bool) or not _is_number_like(value):
@@ -48,8 +66,11 @@ def nonnegative(name: str, value: Any) -> Any:
     return value
 
 
-def integer(name: str, value: Any, *, minimum: int = 1) -> Any:
-    """Checks that ``value`` is a whole number ``>= minimum`` (elementwise)."""
+def integer(name: str, value: Any, *, minimum: int = 1, maximum: int = INT32_MAX) -> Any:
+    """Checks that ``value`` is a whole number in ``[minimum, maximum]`` (elementwise; the
+    default maximum is :data:`INT32_MAX`, what the kernels' int32 counters hold)."""
+    if type(value) is int and minimum <= value <= maximum:
+        return value
     if not is_concrete(value):
         return value
     if isinstance(value, bool) or not _is_number_like(value):
@@ -62,6 +83,9 @@ def integer(name: str, value: Any, *, minimum: int = 1) -> Any:
                          "(not a whole number)")
     if np.any(v < minimum):
         raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
+    if np.any(v > maximum):
+        raise ValueError(f"{name} must be an integer in [{minimum}, {maximum}]; got {value!r} "
+                         "(larger than the kernels' int32 counters hold)")
     return value
 
 
@@ -71,6 +95,7 @@ def probability(name: str, value: Any, *, open_low: bool = True, open_high: bool
         return value
     if isinstance(value, bool) or not _is_number_like(value):
         raise TypeError(f"{name} must be a number in (0, 1); got {value!r}")
+    scalar(name, value)
     v = float(value)
     low_ok = v > 0 if open_low else v >= 0
     high_ok = v < 1 if open_high else v <= 1
@@ -123,16 +148,203 @@ def thresholds_like(name: str, value: Any, n: int) -> np.ndarray:
 
 def one_of(name: str, value: Any, allowed: Any) -> Any:
     """Checks membership in a fixed set of names."""
-    if value not in allowed:
-        raise ValueError(f"{name} must be one of {sorted(allowed)!r}; got {value!r}")
+    try:
+        ok = isinstance(value, str) and value in allowed
+    except TypeError:  # an unhashable value against a dict or set
+        ok = False
+    if not ok:
+        raise ValueError(f"{name} must be one of {sorted(allowed)!r}; got {value!r}"
+                         f"{suggest(value, list(allowed))}")
     return value
 
 
 def _is_number_like(value: Any) -> bool:
+    """A real number or an array of them (not bool-typed, not complex, not strings)."""
     if isinstance(value, numbers.Number):
-        return True
+        return not isinstance(value, numbers.Complex) or isinstance(value, numbers.Real)
     try:
         arr = np.asarray(value)
     except Exception:  # noqa: BLE001
         return False
-    return arr.dtype != object and (np.issubdtype(arr.dtype, np.number))
+    return (arr.dtype != object and np.issubdtype(arr.dtype, np.number)
+            and not np.iscomplexobj(arr))
+
+
+def scalar(name: str, value: Any) -> Any:
+    """Checks that a concrete numeric ``value`` is a single number (0-d), not an array.
+
+    A mechanism holds one value per parameter; a batch of mechanisms is built one by one and
+    stacked (``jax.tree_util.tree_map(lambda *x: jnp.stack(x), *mechs)``), then vmapped.
+    """
+    if value is None or type(value) in _PLAIN or isinstance(value, (str, bool)):
+        return value
+    if not is_concrete(value):
+        return value
+    if isinstance(value, (list, tuple)) or np.ndim(value) != 0:
+        if isinstance(value, (list, tuple)) or _is_number_like(value):
+            shape = f"shape {np.shape(value)}" if not isinstance(value, (list, tuple)) else \
+                f"a {type(value).__name__} of {len(value)}"
+            raise ValueError(f"{name} must be a single number; got {shape} (build one "
+                             "mechanism per value; stack built mechanisms to vmap over them)")
+    return value
+
+
+def scalars(obj: Any, names: Sequence[str]) -> None:
+    """:func:`scalar` for the attributes ``names`` of ``obj`` (a mechanism's numeric
+    parameters, before any other check compares them)."""
+    for name in names:
+        scalar(name, getattr(obj, name, None))
+
+
+def suggest(word: Any, choices: Sequence[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``choices`` to ``word`` (case, ``_`` and
+    ``-`` ignored, then difflib's closest match), or ``""``."""
+    if not isinstance(word, str):
+        return ""
+    choices = [c for c in choices if isinstance(c, str)]
+    lowered = {c.lower().replace("_", "-"): c for c in choices}
+    key = word.strip().lower().replace("_", "-")
+    if key in lowered and lowered[key] != word:
+        return f" (did you mean {lowered[key]!r}?)"
+    close = difflib.get_close_matches(key, list(lowered), n=1, cutoff=0.6)
+    return f" (did you mean {lowered[close[0]]!r}?)" if close else ""
+
+
+# -- what a run's dtype can hold -----------------------------------------------------------------
+
+def _dtype_name(dtype: Any) -> str:
+    return np.dtype(dtype).name
+
+
+class _Info(NamedTuple):
+    tiny: float
+    max: float
+
+
+_INFO: dict = {}
+
+
+def _finfo(dtype: Any) -> _Info:
+    """The smallest normal and the largest number of a floating dtype, as Python floats."""
+    key = np.dtype(dtype)
+    if key not in _INFO:
+        info = np.finfo(key)
+        _INFO[key] = _Info(float(info.tiny), float(info.max))
+    return _INFO[key]
+
+
+def _x64_hint(dtype: Any) -> str:
+    if np.dtype(dtype) == np.float64:
+        return ""
+    return (" or compute in float64 (jax.config.update('jax_enable_x64', True); a sweep's "
+            "dtype = \"float64\")")
+
+
+def fits(name: str, value: Any, dtype: Any) -> None:
+    """Checks that the finite numbers ``value`` stay finite, and non-zero ones non-zero and
+    normal, when cast to the floating ``dtype`` (float32 flushes subnormals to zero on CPUs
+    and GPUs, so a value below the smallest normal number computes as 0).
+
+    Raises:
+      ValueError: naming ``name``, the value, the dtype's range and what to do instead.
+    """
+    if value is None:
+        return
+    info = _finfo(dtype)
+    if type(value) in _PLAIN:
+        v = abs(float(value))
+        if v == 0 or not math.isfinite(v) or info.tiny <= v <= info.max:
+            return
+    elif not is_concrete(value) or not _is_number_like(value):
+        return
+    v = np.asarray(value, dtype=np.float64)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        cast = v.astype(dtype)
+    big = np.isfinite(v) & ~np.isfinite(cast)
+    small = (v != 0) & np.isfinite(v) & (np.abs(cast) < info.tiny)
+    if np.any(big) or np.any(small):
+        bad = float(v[big | small].flat[0])
+        what = (f"overflows {_dtype_name(dtype)} (largest {float(info.max):.3g})" if np.any(big)
+                else f"is below {_dtype_name(dtype)}'s smallest normal number "
+                     f"({float(info.tiny):.3g}) and computes as 0")
+        raise ValueError(f"{name} = {bad:.6g} {what}; use a value in its range"
+                         f"{_x64_hint(dtype)}")
+
+
+def computable(mech: Any, dtype: Any, *, queries: Any = None, thresholds: Any = None) -> None:
+    """Checks, before anything is compiled, that ``mech`` computes meaningful numbers in the
+    floating ``dtype`` of a run (float32 unless x64 is on; a sweep's ``dtype``).
+
+    Every numeric leaf of the mechanism (its traced parameters: ε, Δ, shifts, corrections, the
+    scales of noise objects) must fit ``dtype`` (:func:`fits`), integer leaves the kernels'
+    int32 (:data:`INT32_MAX`), and every noise scale the mechanism draws with (``noises()``:
+    name -> ``svtjax.noise`` object; every built-in mechanism has it, a mechanism of one's own
+    on ``ThresholdMechanism`` too) must be finite and positive on the host and in ``dtype``,
+    with room for a scaled variate (:data:`NOISE_HEADROOM`). ``queries`` and ``thresholds``,
+    if given, must fit ``dtype`` as well. This covers every mechanism, user-registered ones
+    included, because it reads only the pytree and ``noises()``.
+
+    Raises:
+      ValueError: one line naming the mechanism, the number, the dtype and what to do.
+    """
+    import jax
+
+    name = getattr(mech, "name", "") or type(mech).__name__
+    what = f"{name} cannot run in {_dtype_name(dtype)}"
+    try:
+        leaves = jax.tree_util.tree_leaves_with_path(mech)
+    except Exception:  # noqa: BLE001 - not a pytree: nothing to check
+        leaves = []
+    for path, leaf in leaves:
+        if type(leaf) is float:
+            try:
+                fits("", leaf, dtype)
+                continue
+            except ValueError:
+                pass  # reported below, with the leaf's name
+        elif type(leaf) is int and abs(leaf) <= INT32_MAX:
+            continue
+        if not is_concrete(leaf) or not _is_number_like(leaf):
+            continue
+        label = jax.tree_util.keystr(path).lstrip(".") or "parameter"
+        arr = np.asarray(leaf)
+        if arr.dtype.kind in "iu":
+            if np.any(np.abs(arr.astype(float)) > INT32_MAX):
+                raise ValueError(f"{what}: {label} = {arr.flat[0]} does not fit the kernels' "
+                                 f"int32 (at most {INT32_MAX})")
+            continue
+        try:
+            fits(label, arr, dtype)
+        except ValueError as err:
+            raise ValueError(f"{what}: {err}") from None
+    noises = getattr(mech, "noises", None)
+    if callable(noises):
+        try:
+            streams = noises()
+        except (TypeError, ValueError, ArithmeticError) as err:
+            raise ValueError(f"{what}: its noise scales cannot be computed from these "
+                             f"parameters ({' '.join(str(err).split())})") from None
+        info = _finfo(dtype)
+        for stream, noise in dict(streams).items():
+            scale = getattr(noise, "scale_value", None)
+            if getattr(noise, "family", "") == "zero" or not is_concrete(scale):
+                continue
+            if type(scale) in _PLAIN and info.tiny <= scale <= info.max / NOISE_HEADROOM:
+                continue
+            b = np.asarray(scale, dtype=np.float64)
+            with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+                cast = b.astype(dtype)
+                ok = (np.all(np.isfinite(b)) and np.all(b > 0) and np.all(cast >= info.tiny)
+                      and np.all(cast * NOISE_HEADROOM <= info.max))
+            if not ok:
+                value = float(b.flat[0]) if b.size else float("nan")
+                raise ValueError(f"{what}: its {stream} noise scale is {value:.6g}, outside "
+                                 f"[{float(info.tiny):.3g}, {float(info.max) / NOISE_HEADROOM:.3g}]"
+                                 " where noise stays finite and non-zero; change the "
+                                 f"parameters (e.g. epsilon){_x64_hint(dtype)}")
+    for label, value in (("queries", queries), ("thresholds", thresholds)):
+        if value is not None:
+            try:
+                fits(label, value, dtype)
+            except ValueError as err:
+                raise ValueError(f"{what}: {err}") from None

@@ -4,7 +4,17 @@ Every ``mech.privacy()`` returns a :class:`Guarantee` with
 
 * ``epsilon(delta=0.0)`` — the ε it proves at that δ (``inf`` when nothing finite is proved),
 * ``rdp(orders)`` — an RDP curve ε(α) where one follows from the guarantee,
-* ``statement`` — a one-line citation of the theorem.
+* ``statement`` — a one-line citation of the theorem,
+* ``scope`` — what the guarantee covers (:data:`SCOPE`).
+
+What a guarantee covers: it is the paper's theorem for the **idealised** mechanism, whose noise is
+an exact real-valued draw. svtjax's samplers are floating-point transforms of uniform bits
+(float32 unless x64 is on), written for Monte Carlo simulation of utility and of the laws the
+theorems are about; they are not samplers for releasing real data. Textbook floating-point
+Laplace sampling leaks the exact value through the pattern of representable outputs and breaks
+differential privacy entirely (Mironov, "On significance of the least significant bits for
+differential privacy", CCS 2012); releasing real data needs a sampler built for it (e.g. a
+discrete or snapping mechanism). A ``Guarantee`` never refers to the bits svtjax draws.
 
 Guarantee kinds: :class:`PureDP` (ε), :class:`ApproxDP` ((ε, δ)), :class:`RDP` (a curve ε(α),
 optionally with a pure-DP cap ε(∞)), :class:`EpsilonOfDelta` (a family of (ε(δ), δ) statements,
@@ -43,14 +53,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable, Optional
+from typing import Callable, ClassVar, Optional
 
 import numpy as np
 
 from svtjax import _validate
 
-__all__ = ["Guarantee", "PureDP", "ApproxDP", "RDP", "EpsilonOfDelta", "NotPrivate", "Unproven",
-           "DEFAULT_ORDERS", "compose", "pure_dp_rdp", "cdp_rdp", "rdp_to_dp",
+__all__ = ["SCOPE", "Guarantee", "PureDP", "ApproxDP", "RDP", "EpsilonOfDelta", "NotPrivate",
+           "Unproven", "DEFAULT_ORDERS", "compose", "pure_dp_rdp", "cdp_rdp", "rdp_to_dp",
            "rdp_to_dp_improved", "gaussian_rdp", "laplace_rdp", "noise_rdp", "noise_pure_epsilon",
            "strong_composition", "kov_composition", "optimal_composition", "lemma7_epsilon",
            "lemma7_resample_scale", "theorem8_rdp", "proposition10_log_moment",
@@ -100,11 +110,36 @@ def rdp_to_dp(orders, rdp, delta: float) -> float:
     return float(np.min(eps))
 
 
+SCOPE = ("the paper's guarantee for the idealised mechanism (exact real-valued noise); "
+         "svtjax's floating-point samplers are for simulation, not for releasing real data "
+         "(Mironov 2012: naive floating-point noise breaks differential privacy)")
+"""What every :class:`Guarantee` covers (module docstring), as one line."""
+
+
+def _check_eps(eps: float) -> None:
+    """A guarantee's ε must be a number in [0, inf]: NaN (e.g. parameters that overflowed) is
+    refused rather than reported as "nan-DP"."""
+    try:
+        value = float(eps)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"a guarantee's epsilon must be a number; got {eps!r}") from err
+    if math.isnan(value) or value < 0:
+        raise ValueError(f"a guarantee's epsilon must be a number >= 0; got {eps!r} (the "
+                         "mechanism's parameters do not give a meaningful ε)")
+
+
 @dataclasses.dataclass(frozen=True)
 class Guarantee:
-    """Base class: a proved privacy property with its citation."""
+    """Base class: a proved privacy property with its citation.
+
+    Every guarantee is the paper's theorem for the idealised mechanism (exact real-valued noise),
+    not a property of svtjax's floating-point samplers, which are for simulation only: see
+    :data:`SCOPE` (also ``.scope``) and the module docstring (Mironov 2012).
+    """
 
     statement: str
+
+    scope: ClassVar[str] = SCOPE
 
     def epsilon(self, delta: float = 0.0) -> float:
         raise NotImplementedError
@@ -122,6 +157,9 @@ class PureDP(Guarantee):
     """ε-differential privacy."""
 
     eps: float = math.inf
+
+    def __post_init__(self):
+        _check_eps(self.eps)
 
     def epsilon(self, delta: float = 0.0) -> float:
         if not 0 <= delta < 1:
@@ -203,6 +241,9 @@ class ApproxDP(Guarantee):
 
     eps: float = math.inf
     delta: float = 0.0
+
+    def __post_init__(self):
+        _check_eps(self.eps)
 
     def epsilon(self, delta: float = 0.0) -> float:
         delta = _check_delta(delta)

@@ -5,27 +5,50 @@ Lyu, Su, Li (2017), Sec. 4.2: minimising Var[Lap(Δ/ε1) − Lap(2cΔ/ε2)] at f
 Lap(cΔ/ε2)) it gives 1 : c^(2/3). Their Sec. 5 also evaluates 1:1 (Algorithm 1), 1:3
 (Algorithm 4, Lee & Clifton) and 1:c.
 
-Rules are evaluated with plain arithmetic, so ``epsilon`` and ``c`` may be traced arrays: a sweep
-over ε or c compiles once.
+Every function here is written once for both worlds: given Python numbers it computes in float64
+Python arithmetic on the host (what a correction term or a privacy statement needs), given JAX
+arrays or tracers it computes in JAX, so ``epsilon`` and ``c`` may be traced and a sweep over ε
+or c compiles once.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Callable
+import numbers
+from typing import Any, Callable
 
 import jax.numpy as jnp
+import numpy as np
 
 from svtjax import _validate
 
-__all__ = ["RULES", "rules", "ratio", "split", "optimal_rule"]
+__all__ = ["RULES", "rules", "ratio", "split", "optimal_rule", "liu_ratio", "gaussian_factor",
+           "comparison_variance", "minimize_comparison_variance", "UNIT_VARIANCE",
+           "LIU24_THRESHOLD", "LIU24_TABLE4"]
+
+
+def _real(x: Any):
+    """``x`` as a float: a Python float for a Python/numpy scalar, else a JAX array."""
+    if isinstance(x, (numbers.Number, np.generic)) or (isinstance(x, np.ndarray)
+                                                       and x.ndim == 0):
+        return float(x)
+    return jnp.asarray(x, dtype=float)
+
+
+def _sqrt(x):
+    return math.sqrt(x) if isinstance(x, float) else jnp.sqrt(x)
+
+
+def _log(x):
+    return math.log(x) if isinstance(x, float) else jnp.log(x)
+
 
 RULES: dict[str, Callable] = {
-    "1:1": lambda c: jnp.ones_like(jnp.asarray(c, dtype=float)),
-    "1:3": lambda c: 3.0 * jnp.ones_like(jnp.asarray(c, dtype=float)),
-    "1:c": lambda c: jnp.asarray(c, dtype=float),
-    "1:c^(2/3)": lambda c: jnp.asarray(c, dtype=float) ** (2.0 / 3.0),
-    "1:(2c)^(2/3)": lambda c: (2.0 * jnp.asarray(c, dtype=float)) ** (2.0 / 3.0),
+    "1:1": lambda c: _real(c) * 0.0 + 1.0,
+    "1:3": lambda c: _real(c) * 0.0 + 3.0,
+    "1:c": lambda c: _real(c),
+    "1:c^(2/3)": lambda c: _real(c) ** (2.0 / 3.0),
+    "1:(2c)^(2/3)": lambda c: (2.0 * _real(c)) ** (2.0 / 3.0),
 }
 
 
@@ -116,8 +139,13 @@ def liu_ratio(query_family, c, monotonic: bool = False, threshold_family=None):
     q = _family(query_family)
     t = _family(threshold_family if threshold_family is not None else LIU24_THRESHOLD[q])
     k = 1.0 if monotonic else 2.0
-    return (UNIT_VARIANCE[q] * k * k * jnp.asarray(c, dtype=float) ** 2
-            / UNIT_VARIANCE[t]) ** (1.0 / 3.0)
+    return (UNIT_VARIANCE[q] * k * k * _real(c) ** 2 / UNIT_VARIANCE[t]) ** (1.0 / 3.0)
+
+
+def gaussian_factor(delta):
+    """s = sqrt(2 ln(1.25/δ)) of the classic Gaussian mechanism (Dwork & Roth 2014, Thm A.1)."""
+    delta = _real(delta)
+    return _sqrt(2.0 * _log(1.25 / delta))
 
 
 LIU24_TABLE4 = {
@@ -126,7 +154,9 @@ LIU24_TABLE4 = {
     "laplace": lambda c: (2.0 * c) ** (2.0 / 3.0),
     "gaussian": lambda c: (2.0 * c) ** (2.0 / 3.0),
 }
-"""Table 4 of Liu et al. 2024 as printed (w for SVT-Exp, SVT-Gum, SVT-Lap, SVT-Gau)."""
+"""Table 4 of Liu et al. 2024 *as printed* (w for SVT-Exp, SVT-Gum, SVT-Lap, SVT-Gau): the
+paper's own closed forms, kept to check :func:`liu_ratio`'s derivation from Eq. 6 against them
+(tests); svtjax computes with :func:`liu_ratio`."""
 
 
 def comparison_variance(epsilon1, epsilon2, c, query_family, threshold_family=None, *,
@@ -163,19 +193,3 @@ def minimize_comparison_variance(epsilon: float, c, query_family, threshold_fami
                           options={"xatol": 1e-12})
     e1 = eps / (1.0 + math.exp(res.x))
     return e1, eps - e1, v_of(res.x)
-
-
-def liu_ratio_host(query_family, c: int, monotonic: bool = False, threshold_family=None
-                   ) -> float:
-    """:func:`liu_ratio` in float64 Python arithmetic (for host-side computations)."""
-    q = _family(query_family)
-    t = _family(threshold_family if threshold_family is not None else LIU24_THRESHOLD[q])
-    k = 1.0 if monotonic else 2.0
-    return (UNIT_VARIANCE[q] * k * k * float(c) ** 2 / UNIT_VARIANCE[t]) ** (1.0 / 3.0)
-
-
-def ratio_host(rule: str, c: int) -> float:
-    """:func:`ratio` in float64 Python arithmetic."""
-    c = float(c)
-    return {"1:1": 1.0, "1:3": 3.0, "1:c": c, "1:c^(2/3)": c ** (2.0 / 3.0),
-            "1:(2c)^(2/3)": (2.0 * c) ** (2.0 / 3.0)}[check_rule(rule)]

@@ -10,20 +10,23 @@ Subcommands:
              next to an editable install, in the current directory or at
              ``$SVTJAX_EXPERIMENTS``)
   audit      empirical privacy audits (``svtjax.audit``)
-  bench      run the benchmark suite (``svtjax.bench``)
+  bench      run the benchmark suite (``benchmarks/harness.py`` of a source checkout)
 
-Errors in the user's input end the command with exit status 2 and one line on stderr.
+Errors in the user's input (and file-system errors) end the command with exit status 2 and one
+line on stderr, checked before anything compiles or any header is printed; Ctrl-C ends it with
+exit status 130 and one line (for a sweep: the points saved and the command that resumes).
+Progress lines go to stderr; stdout holds the table or the JSON.
+
+Every subcommand takes ``--plugin MODULE_OR_FILE`` (repeatable): the module is imported first,
+so mechanisms it registers (``svtjax.mechanisms.register``) can be named like built-in ones.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
-import math
 import os
 import sys
-import time
 from typing import Any, Optional, Sequence
 
 DEFAULT_MECHANISMS = (
@@ -38,6 +41,48 @@ REPORTED = ("f1", "precision", "recall", "ser", "ncr")
 
 class UsageError(Exception):
     """A problem with the command's input: reported in one line, exit status 2."""
+
+
+USER_ERRORS = (UsageError, ValueError, TypeError, LookupError, ArithmeticError, OSError)
+"""Exceptions that report a problem with the input or the environment (a bad value, a missing
+or unwritable file): one line on stderr and exit status 2, never a traceback. Anything else is
+a bug in svtjax and keeps its traceback."""
+
+INTERRUPTED = 130
+"""Exit status after Ctrl-C (128 + SIGINT, the shell's convention)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors as :class:`UsageError` (one line) instead of usage + exit."""
+
+    def error(self, message):
+        raise UsageError(f"{message} (see {self.prog} --help)")
+
+
+def _count(flag: str, value: Optional[int]) -> None:
+    """Checks a count given on the command line (trials, c, devices): 1 <= value < 2**31."""
+    from svtjax._validate import INT32_MAX
+
+    if value is not None and not 1 <= value <= INT32_MAX:
+        raise UsageError(f"{flag} must be an integer from 1 to {INT32_MAX}; got {value}")
+
+
+def _seed(value: Optional[int]) -> None:
+    """Checks a seed given on the command line: the range ``svtjax.simulate`` accepts."""
+    from svtjax.simulate import SEED_RANGE
+
+    if value is not None and not SEED_RANGE[0] <= value < SEED_RANGE[1]:
+        raise UsageError(f"--seed must be an integer in [0, 2**64) (each seed its own trials); "
+                         f"got {value}")
+
+
+def _once(flag: str, values: Sequence[Any]) -> None:
+    """Refuses a repeated option value (it would compute the same rows twice)."""
+    seen = []
+    for v in values:
+        if v in seen:
+            raise UsageError(f"{flag} {v} is given more than once; give each value once")
+        seen.append(v)
 
 
 def _parse_value(text: str) -> Any:
@@ -71,76 +116,54 @@ def _label(name: str, params: dict[str, Any]) -> str:
     return f"{name}[{extra}]" if extra else name
 
 
-def _metric_sums(c, scores, out):
-    """Per-trial metrics and their squares (summed over trials by ``simulate``)."""
-    import jax.numpy as jnp
-
-    import svtjax
-    from svtjax import metrics
-
-    picks = svtjax.selected(out, c)
-    every = metrics.evaluate(picks, scores, c)
-    values = {m: every[m] for m in REPORTED}
-    values["picks"] = jnp.sum(picks >= 0, axis=-1).astype(scores.dtype)
-    values["evaluated"] = jnp.mean(out.answers >= 0, axis=-1).astype(scores.dtype)
-    return {k: (v, v * v) for k, v in values.items()}
+SIMULATE_METRICS = REPORTED + ("picks", "evaluated")
 
 
-def _reducer(scores, c: int):
-    import jax
-    import jax.numpy as jnp
-
-    # c fixes the shape of the picks, so it is bound statically (one function per c, cached);
-    # the scores are a traced argument.
-    return jax.tree_util.Partial(_metric_sums_for(int(c)), jnp.asarray(scores))
-
-
-@functools.lru_cache(maxsize=None)
-def _metric_sums_for(c: int):
-    return functools.partial(_metric_sums, c)
+def simulation_config(mechanisms: Sequence[str], dataset: str, epsilons: Sequence[float],
+                      c: int, trials: int, seed: int, shuffle: bool) -> dict[str, Any]:
+    """The sweep config ``svtjax simulate`` runs: one ``[[mechanisms]]`` table per spec, ε as a
+    grid axis, top-``c`` with Lyu's threshold. The command is a sweep without an output
+    directory, so it runs on the same compiled chunk and the same statistics as ``svtjax
+    sweep`` and ``svtjax.simulate`` (one driver)."""
+    tables = []
+    for spec in mechanisms:
+        name, params = parse_mechanism(spec)
+        tables.append({"name": name, "label": _label(name, params), **params})
+    return {"sweep": {"name": "simulate", "trials": trials, "seed": seed, "shuffle": shuffle,
+                      "datasets": [dataset], "metrics": list(SIMULATE_METRICS),
+                      "threshold": "lyu"},
+            "grid": {"epsilon": [float(e) for e in epsilons], "c": [int(c)]},
+            "mechanisms": tables}
 
 
 def run_simulation(mechanisms: Sequence[str], dataset: str, epsilons: Sequence[float], c: int,
                    trials: int, seed: int, shuffle: bool) -> list[dict[str, Any]]:
     """Runs each mechanism at each ε; returns one row per (mechanism, ε)."""
-    import jax
+    from svtjax import sweep
 
-    import svtjax
-    from svtjax import datasets
-
-    data = datasets.load(dataset)
-    threshold = datasets.lyu_threshold(data.scores, c)
-    reduce = _reducer(data.scores, c)
-    rows = []
-    for spec in mechanisms:
-        name, params = parse_mechanism(spec)
-        for eps in epsilons:
-            kwargs = {"epsilon": eps, **params}
-            if name in svtjax.names() and "c" in svtjax.mechanisms.parameters(name):
-                kwargs.setdefault("c", c)
-            mech = svtjax.get(name, **kwargs)
-            start = time.perf_counter()
-            sums = jax.block_until_ready(svtjax.simulate(
-                mech, data.scores, threshold, trials=trials, seed=seed, shuffle=shuffle,
-                reduce=reduce))
-            seconds = time.perf_counter() - start
-            row = {"mechanism": _label(name, params), "dataset": dataset, "epsilon": eps,
-                   "c": c, "trials": trials, "threshold": threshold, "seconds": seconds,
-                   "privacy": str(mech.privacy())}
-            for metric, (s1, s2) in sums.items():
-                mean = float(s1) / trials
-                var = max(float(s2) / trials - mean * mean, 0.0) * trials / max(trials - 1, 1)
-                row[metric] = mean
-                row[f"{metric}_se"] = math.sqrt(var / trials)
-            rows.append(row)
-    return rows
+    config = sweep.load_config(simulation_config(mechanisms, dataset, epsilons, c, trials, seed,
+                                                 shuffle))
+    result = sweep.run(config, None, progress=False, log=lambda msg: None)
+    privacy = {(p.label, dict(p.axes).get("epsilon", "")): str(p.build().privacy())
+               for p in sweep.expand(config)}
+    rows: dict[tuple, dict[str, Any]] = {}
+    for r in result.rows:
+        key = (r["label"], r.get("epsilon", ""))
+        row = rows.setdefault(key, {
+            "mechanism": r["label"], "dataset": dataset, "epsilon": key[1], "c": c,
+            "trials": r["trials"], "threshold": r["threshold"], "seconds": r["seconds"],
+            "privacy": privacy.get(key, "")})
+        row[r["metric"]] = r["mean"]
+        row[f"{r['metric']}_se"] = r["se"]
+    return list(rows.values())
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
     header = ["mechanism", "eps", "F1", "precision", "SER", "NCR", "picks", "evaluated", "sec"]
     lines = []
     for r in rows:
-        lines.append([r["mechanism"], f"{r['epsilon']:g}",
+        eps = r["epsilon"]
+        lines.append([r["mechanism"], f"{eps:g}" if isinstance(eps, float) else str(eps),
                       f"{r['f1']:.3f} ± {1.96 * r['f1_se']:.3f}", f"{r['precision']:.3f}",
                       f"{r['ser']:.3f}", f"{r['ncr']:.3f}", f"{r['picks']:.1f}",
                       f"{100 * r['evaluated']:.1f}%", f"{r['seconds']:.2f}"])
@@ -195,8 +218,18 @@ def _cmd_list(args) -> int:
 
 
 def _cmd_simulate(args) -> int:
+    from svtjax import sweep
+
     epsilons = args.epsilon or list(DEFAULT_EPSILONS)
     mechanisms = args.mechanism or list(DEFAULT_MECHANISMS)
+    _count("--trials", args.trials)
+    _count("--c", args.c)
+    _seed(args.seed)
+    _once("--epsilon", epsilons)
+    _once("--mechanism", mechanisms)
+    # every check (mechanisms, parameters, dataset, what float32 can hold) before the header
+    sweep.load_config(simulation_config(mechanisms, args.dataset, epsilons, args.c, args.trials,
+                                        args.seed, args.shuffle))
     if not args.json:
         order = "random item order per trial" if args.shuffle else "fixed item order"
         print(f"svtjax simulate: top-{args.c} selection on {args.dataset}, {args.trials} trials "
@@ -207,16 +240,56 @@ def _cmd_simulate(args) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
+        from svtjax.accounting import SCOPE
+
         print(format_table(rows))
         print("F1 is shown with a 95% interval (±1.96 standard errors); 'evaluated' is the "
-              "fraction of the stream read before halting.")
+              f"fraction of the stream read before halting. The privacy column of --json is "
+              f"{SCOPE}.")
     return 0
 
 
 def _cmd_bench(args, rest: list[str]) -> int:
-    from svtjax import bench
+    """Runs ``benchmarks/harness.py`` of a source checkout: the timing tools are not part of the
+    package. The checkout's ``benchmarks/`` is looked for in ``$SVTJAX_BENCHMARKS``, next to
+    the package's source (an editable install or ``PYTHONPATH``), then in the current
+    directory."""
+    import importlib
+    import pathlib
 
-    return int(bench.main(rest) or 0)
+    import svtjax
+
+    del args
+
+    def is_harness(folder: pathlib.Path) -> bool:
+        try:
+            return "svtjax-bench/" in (folder / "harness.py").read_text()
+        except OSError:
+            return False
+
+    named = os.environ.get("SVTJAX_BENCHMARKS")
+    if named:
+        candidates = [pathlib.Path(named).expanduser().resolve()]
+        if not is_harness(candidates[0]):
+            raise UsageError(f"SVTJAX_BENCHMARKS={named} is not svtjax's benchmarks/ folder (no "
+                             "harness.py there); point it at the benchmarks/ of a checkout")
+    else:
+        candidates = [pathlib.Path(svtjax.__file__).resolve().parents[1] / "benchmarks",
+                      pathlib.Path.cwd().resolve() / "benchmarks"]
+    folder = next((c for c in candidates if is_harness(c)), None)
+    if folder is None:
+        raise UsageError("svtjax bench runs the benchmark harness of a source checkout "
+                         "(benchmarks/harness.py), which is not installed with the package: "
+                         "clone the svtjax repository and run svtjax bench from the checkout, or "
+                         "set SVTJAX_BENCHMARKS to its benchmarks/ folder")
+    root = str(folder.parent)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    harness = importlib.import_module("benchmarks.harness")
+    if pathlib.Path(harness.__file__).resolve().parent != folder:
+        raise UsageError(f"a different 'benchmarks' package is already imported "
+                         f"({harness.__file__}); run svtjax bench in a fresh process")
+    return int(harness.main(rest) or 0)
 
 
 def _default_out(name: str) -> str:
@@ -241,19 +314,33 @@ def _init_distributed(args) -> None:
         raise UsageError(f"jax.distributed.initialize failed: {err}".replace("\n", " ")) from err
 
 
+def _log(msg: str) -> None:
+    """Progress and log lines: stderr, so stdout holds only the table (or the JSON)."""
+    print(msg, file=sys.stderr, flush=True)
+
+
 def _cmd_sweep(args) -> int:
     from svtjax import sweep
 
+    _count("--trials", args.trials)
+    _seed(args.seed)
+    _count("--num-devices", args.num_devices)
+    if not args.plot and (args.x or args.y):
+        raise UsageError("--x and --y choose the plot's axes; they have no effect with "
+                         "--no-plot")
     config = sweep.load_config(args.config)
     changes = {}
     if args.trials is not None:
-        if args.trials < 1:
-            raise UsageError(f"--trials must be >= 1; got {args.trials}")
         changes["trials"] = args.trials
     if args.seed is not None:
         changes["seed"] = args.seed
     if changes:
         config = sweep.load_config(config.replace(**changes).raw)
+    x = y = None
+    if args.plot:  # --x / --y naming no column fail here, not after the sweep
+        x, y = sweep.plot_axes(config, args.x, args.y)
+    out = args.out or _default_out(config.name)
+    sweep._prepare_out(out)
     if config.dtype == "float64":
         import jax
 
@@ -261,16 +348,27 @@ def _cmd_sweep(args) -> int:
     _init_distributed(args)
     import jax
 
-    out = args.out or _default_out(config.name)
-    log = (lambda msg: print(msg, file=sys.stderr, flush=True)) if args.json else \
-        (lambda msg: print(msg, flush=True))
+    available = len(jax.local_devices())
+    if args.num_devices is not None and args.num_devices > available:
+        raise UsageError(f"--num-devices must be at most the {available} local device(s); got "
+                         f"{args.num_devices}")
+    if jax.process_index() == 0:  # a live sweep on OUT: refused before the header
+        probe = sweep._OutputLock(out)
+        probe.acquire()
+        probe.release()
     if not args.json and jax.process_index() == 0:
         npts = len(sweep.expand(config))
-        print(f"svtjax sweep {config.name}: {npts} points x {config.trials} trials on "
-              f"{len(jax.local_devices())} device(s) x {jax.process_count()} process(es) -> "
-              f"{out}", flush=True)
-    result = sweep.run(config, out, resume=not args.no_resume, progress=args.progress, log=log,
-                       num_devices=args.num_devices)
+        _log(f"svtjax sweep {config.name}: {npts} points x {config.trials} trials on "
+             f"{len(jax.local_devices())} device(s) x {jax.process_count()} process(es) -> "
+             f"{out}")
+    try:
+        result = sweep.run(config, out, resume=not args.no_resume, progress=args.progress,
+                           log=_log, num_devices=args.num_devices)
+    except sweep.SweepInterrupted as err:
+        again = " ".join(["svtjax sweep", _quote(args.config), "--out", _quote(out)])
+        print(f"svtjax sweep: interrupted; {err.saved} of {err.total} point(s) are saved in "
+              f"{os.path.join(out, 'points')}; resume with: {again}", file=sys.stderr)
+        return INTERRUPTED
     if jax.process_index() != 0:
         if not args.json:
             print(f"process {jax.process_index()}: computed {result.computed} point(s); "
@@ -279,9 +377,6 @@ def _cmd_sweep(args) -> int:
     files = list(result.files)
     plot_error = None
     if args.plot:
-        columns = sweep.param_columns(sweep.expand(config))
-        x = args.x or config.plot.get("x") or ("epsilon" if "epsilon" in columns else columns[0])
-        y = args.y or config.plot.get("y", config.metrics[0])
         try:
             from svtjax import plot
 
@@ -304,6 +399,25 @@ def _cmd_sweep(args) -> int:
     if plot_error:
         print(f"svtjax sweep: {plot_error}", file=sys.stderr)
     return 0
+
+
+def _quote(text: str) -> str:
+    import shlex
+
+    return shlex.quote(str(text))
+
+
+def _writable_dir(flag: str, path: str) -> None:
+    """Creates ``path`` (a directory an option names) or explains in one line why not."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise UsageError(f"{flag} {path} is an existing file, not a directory")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as err:
+        raise UsageError(f"{flag} {path}: cannot create the directory "
+                         f"({err.strerror or err})") from err
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise UsageError(f"{flag} {path}: the directory is not writable")
 
 
 #: Where ``svtjax reproduce`` looks for the repository's ``experiments/`` folder first.
@@ -383,16 +497,19 @@ def _import_experiments(folder):
 
 
 def _cmd_reproduce(args, extra: list[str]) -> int:
-    if args.trials is not None and args.trials < 1:
-        raise UsageError(f"--trials must be at least 1; got {args.trials}")
+    _count("--trials", args.trials)
+    if args.out is not None:
+        _writable_dir("--out", args.out)
     folder = find_experiments()
     if folder is None:
         raise UsageError(EXPERIMENTS_MISSING)
     experiments = _import_experiments(folder)
     known = experiments.names()
     if args.name != "all" and args.name not in known:
-        raise UsageError(f"unknown experiment {args.name!r}; known experiments: "
-                         f"{', '.join(known)} (or all)")
+        from svtjax._validate import suggest
+
+        raise UsageError(f"unknown experiment {args.name!r}{suggest(args.name, known)}; "
+                         f"known experiments: {', '.join(known)} (or all)")
     names = known if args.name == "all" else [args.name]
     failed = []
     for name in names:
@@ -444,7 +561,7 @@ def _cmd_audit(rest: list[str]) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="svtjax", description="Monte Carlo simulation of the sparse vector technique.")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -514,50 +631,94 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("audit", help="empirical privacy audits (options: svtjax audit --help)",
                    add_help=False)
-    sub.add_parser("bench", help="run the benchmark suite (options: svtjax bench --help)",
+    sub.add_parser("bench", help="run the benchmark suite of a source checkout (options: "
+                   "svtjax bench --help)",
                    add_help=False)
     return parser
 
 
+def _split_plugins(argv: list[str]) -> tuple[list[str], list[str]]:
+    """Removes every ``--plugin MODULE_OR_FILE`` (any subcommand, any position) from argv."""
+    rest, plugins = [], []
+    it = iter(argv)
+    for arg in it:
+        if arg == "--plugin":
+            value = next(it, None)
+            if value is None or value.startswith("-"):
+                raise UsageError("--plugin needs a module name or a .py file (a plugin that "
+                                 "registers mechanisms)")
+            plugins.append(value)
+        elif arg.startswith("--plugin="):
+            plugins.append(arg.split("=", 1)[1])
+        else:
+            rest.append(arg)
+    return rest, plugins
+
+
 def _one_line(err: BaseException) -> str:
-    return " ".join(str(err).split())
+    if isinstance(err, OSError) and err.strerror and err.filename:
+        return f"{err.filename}: {err.strerror}"
+    return " ".join(str(err).split()) or type(err).__name__
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Runs one subcommand; returns the exit status (0, 1 for a failed experiment, 2 for a user
+    error reported in one line on stderr, 130 after Ctrl-C)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if os.environ.get("SVTJAX_NO_CACHE") != "1":
-        from svtjax import enable_compilation_cache
-
-        try:
-            enable_compilation_cache()
-        except OSError as err:  # an unwritable cache only costs compile time
-            print(f"svtjax: compilation cache disabled ({err})", file=sys.stderr)
-    parser = build_parser()
-    if argv and argv[0] in ("bench", "audit"):
-        try:
+    command = "svtjax"
+    try:
+        argv, plugins = _split_plugins(argv)
+        if argv and argv[0] in ("bench", "audit", "list", "simulate", "sweep", "reproduce"):
+            command = f"svtjax {argv[0]}"
+        _start(plugins)
+        if argv and argv[0] in ("bench", "audit"):
             if argv[0] == "bench":
                 return _cmd_bench(None, argv[1:])
             return _cmd_audit(argv[1:])
-        except (UsageError, ValueError, TypeError) as err:
-            print(f"svtjax {argv[0]}: error: {_one_line(err)}", file=sys.stderr)
-            return 2
-    args, extra = parser.parse_known_args(argv)
-    if extra and args.command != "reproduce":
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    try:
+        parser = build_parser()
+        try:
+            args, extra = parser.parse_known_args(argv)
+        except SystemExit as exit_:  # --help
+            return exit_.code if isinstance(exit_.code, int) else 0
+        if extra and args.command != "reproduce":
+            raise UsageError(f"unrecognized arguments: {' '.join(extra)} (see svtjax "
+                             f"{args.command} --help)")
         if args.command == "list":
             return _cmd_list(args)
         if args.command == "simulate":
             return _cmd_simulate(args)
         if args.command == "sweep":
             return _cmd_sweep(args)
-        if args.command == "reproduce":
-            return _cmd_reproduce(args, extra)
-    except (UsageError, ValueError, TypeError, LookupError) as err:
-        print(f"svtjax {args.command}: error: {_one_line(err)}", file=sys.stderr)
+        return _cmd_reproduce(args, extra)
+    except KeyboardInterrupt:
+        print(f"{command}: interrupted", file=sys.stderr)
+        return INTERRUPTED
+    except USER_ERRORS as err:
+        print(f"{command}: error: {_one_line(err)}", file=sys.stderr)
         return 2
-    parser.error(f"unknown command {args.command!r}")
-    return 2
+
+
+def _start(plugins: list[str]) -> None:
+    """What every command does first: the allocator tuning, the compilation cache and the
+    plugins (a plugin that cannot be loaded is a user error)."""
+    from svtjax import tune_allocator
+
+    tune_allocator()  # a command owns its process: large buffers stay in the heap (_malloc)
+    if os.environ.get("SVTJAX_NO_CACHE") != "1":
+        from svtjax import enable_compilation_cache
+
+        try:
+            enable_compilation_cache()
+        except OSError as err:  # an unwritable cache only costs compile time
+            print(f"svtjax: compilation cache disabled ({_one_line(err)})", file=sys.stderr)
+    if plugins:
+        from svtjax import _plugins
+
+        for entry in plugins:
+            try:
+                _plugins.load(entry)
+            except _plugins.PluginError as err:
+                raise UsageError(str(err)) from err
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -80,6 +80,7 @@ References:
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Callable, NamedTuple
 
@@ -96,6 +97,7 @@ __all__ = [
     "METRICS",
     "Summary",
     "evaluate",
+    "evaluate_outcome",
     "f1",
     "fnr",
     "ncr",
@@ -190,11 +192,7 @@ def _counts(selected: Array, scores: Array, c: Array) -> _Counts:
     )
 
 
-@jax.jit
-def _evaluate(selected: Array, scores: Array, c: Array) -> dict[str, Array]:
-    """Every metric from one pass; under an outer ``jit`` the unused ones are dead code."""
-    c = jnp.asarray(c).astype(jnp.int32)
-    k = _counts(selected, scores, c)
+def _from_counts(k: _Counts, c: Array) -> dict[str, Array]:
     dtype = k.support.dtype
     tp, size, cf = k.tp.astype(dtype), k.size.astype(dtype), c.astype(dtype)
     recall_ = tp / cf
@@ -208,6 +206,118 @@ def _evaluate(selected: Array, scores: Array, c: Array) -> dict[str, Array]:
         "ncr": k.relevance / (cf * (cf + 1) / 2),
         "ncs": ncs_,
     }
+
+
+@jax.jit
+def _evaluate(selected: Array, scores: Array, c: Array) -> dict[str, Array]:
+    """Every metric from one pass; under an outer ``jit`` the unused ones are dead code."""
+    c = jnp.asarray(c).astype(jnp.int32)
+    return _from_counts(_counts(selected, scores, c), c)
+
+
+_OUTCOME_BLOCK = 256
+
+
+@functools.partial(jax.jit, static_argnames=("n_items", "single_pass"))
+def _outcome_counts(answers: Array, items, scores: Array, c: Array, *, n_items: int,
+                    single_pass: bool) -> tuple[_Counts, Array]:
+    """The sufficient statistics of the answer set of every row of an Outcome batch, read block
+    by block (like ``svtjax.selected``) without materialising the picks: the first c ⊤ of a row
+    in stream order form its answer set; each block adds their count, their items' top-c
+    membership and tie flags, supports and NCR relevances (a [rows, W] x [W, 4] product in a
+    fixed order, a gather of the item tables otherwise). A single-pass row is read up to its
+    first -1 (it has halted), a multi-pass row up to its c-th ⊤. Also returns each row's number
+    of evaluated positions in the part read (for single-pass rows: the prefix length).
+
+    ``items`` None: the item at position p is p mod ``n_items`` (a compact Outcome)."""
+    from svtjax._core import _row_block
+    from svtjax._loops import compacting_block_loop
+
+    dtype = _float_dtype(scores)
+    rows, length = answers.shape
+    above, at, slots, relevance, top_support = _item_tables(scores, c, dtype)
+    table = jnp.stack([above.astype(dtype), at.astype(dtype), scores.astype(dtype),
+                       relevance], axis=1)  # [n, 4]
+    width = min(_OUTCOME_BLOCK, length)
+    num_blocks = -(-length // width)
+
+    def body(b, carry, work):
+        count, sums, evaluated, done = carry
+        answers, items = work
+        blk, fresh = _row_block(answers, b, width)
+        start = jnp.minimum(b * width, length - width)
+        slot = jnp.arange(width, dtype=jnp.int32)
+        live = fresh[None, :] & ~done[:, None]
+        if single_pass:  # a halted row: nothing after its first -1
+            first_stop = jnp.min(jnp.where((blk < 0) & live, slot, width), axis=1)
+            live = live & (slot[None, :] < first_stop[:, None])
+        top = (blk == 1) & live
+        rank = count[:, None] + jnp.cumsum(top, axis=1, dtype=jnp.int32) - 1
+        keep = (top & (rank < c)).astype(dtype)
+        if items is None:  # the same items for every row: one [W, 4] slice of the tables
+            if length == n_items:
+                tab = jax.lax.dynamic_slice_in_dim(table, start, width)
+            else:
+                tab = table[(start + slot) % n_items]
+            gained = keep @ tab  # [rows, 4]
+        else:
+            blk_items, _ = _row_block(items, b, width)
+            gained = jnp.einsum("rw,rwf->rf", keep, table[jnp.clip(blk_items, 0, n_items - 1)])
+        count = count + jnp.sum(top, axis=1, dtype=jnp.int32)
+        evaluated = evaluated + jnp.sum(live & (blk >= 0), axis=1, dtype=jnp.int32)
+        # a single-pass row is read up to its halt (its evaluated prefix is counted whole);
+        # a retraversal row up to its c-th ⊤
+        stop = (first_stop < width) if single_pass else count >= c
+        return (count, sums + gained, evaluated, done | stop), work
+
+    init = (jnp.zeros((rows,), jnp.int32), jnp.zeros((rows, 4), dtype),
+            jnp.zeros((rows,), jnp.int32), jnp.zeros((rows,), bool))
+    count, sums, evaluated, _ = compacting_block_loop(
+        body, lambda carry: ~carry[3], init, (answers, items), num_blocks)
+    size = jnp.minimum(count, c)
+    tp = sums[:, 0].astype(jnp.int32) + jnp.minimum(sums[:, 1].astype(jnp.int32), slots)
+    return _Counts(size, tp, sums[:, 2], sums[:, 3], top_support), evaluated
+
+
+def evaluate_outcome(outcome, scores: ArrayLike, c: Any) -> dict[str, Array]:
+    """Every metric of :data:`METRICS` straight from a batch of Outcomes, per trial.
+
+    Equal to ``evaluate(svtjax.selected(outcome, c), scores, c)`` for the Outcomes mechanisms
+    produce (the ⊤ items of a trial are distinct), but it never builds the picks: it reads each
+    trial block by block only up to its halt (single-pass streams) or its c-th ⊤ and sums the
+    items' statistics on the way, which makes it the reducer to use inside ``simulate(...,
+    reduce=)`` and sweeps. (A single-pass trial is read up to its halt, a retraversal trial up
+    to its c-th ⊤.) Also returns ``"picks"`` (|S|, int32) and ``"evaluated"``: the
+    positions each trial evaluated (the prefix up to its halt for a single-pass stream; the
+    positions read otherwise).
+
+    Args:
+      outcome: an ``Outcome`` with any number of leading batch axes.
+      scores: real ``[n]``, the true item scores.
+      c: size of the true top-c set (may be traced).
+
+    Returns:
+      A dict metric name -> float ``[...]`` (and ``"picks"``, ``"evaluated"``: int32 ``[...]``).
+    """
+    from svtjax._core import _rows_of
+
+    scores = jnp.asarray(scores)
+    if scores.ndim != 1:
+        raise ValueError(f"scores must be a 1-D array; got shape {scores.shape}")
+    answers, items, batch = _rows_of(outcome)
+    n_items = getattr(outcome, "_n", None) or scores.shape[0]
+    if int(n_items) != scores.shape[0]:
+        raise ValueError(f"the Outcome is over {n_items} items but scores has "
+                         f"{scores.shape[0]}")
+    length = answers.shape[-1]
+    c = jnp.asarray(c).astype(jnp.int32)
+    counts, evaluated = _outcome_counts(answers, items, scores, c, n_items=scores.shape[0],
+                                        single_pass=length == scores.shape[0])
+    out = _from_counts(counts, c)
+    out = {k: v.reshape(batch) for k, v in out.items()}
+    out["picks"] = counts.size.reshape(batch)
+    out["evaluated"] = evaluated.reshape(batch)
+    return out
 
 
 def _prepare(selected: ArrayLike, scores: ArrayLike, c: Any, *, needs_support: bool = False

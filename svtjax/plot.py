@@ -2,8 +2,10 @@
 
 ``utility_curves(results, x="epsilon", y="f1")`` draws one panel per dataset (and per value of
 c when c varies and is not on the x axis), one line per mechanism label and value of any other
-swept parameter, with the 95% interval of each point as a band. ``results`` is a ``results.csv`` /
-``results.parquet`` path, a sweep output directory, or the rows of :func:`svtjax.sweep.run`.
+swept parameter, with the 95% interval of each point's mean (Student t, the ``ci_low`` /
+``ci_high`` columns) as a shaded band of the line's colour; the legend says so. ``results`` is a
+``results.csv`` / ``results.parquet`` path, a sweep output directory, or the rows of
+:func:`svtjax.sweep.run`.
 """
 
 from __future__ import annotations
@@ -11,7 +13,16 @@ from __future__ import annotations
 import os
 from typing import Any, Optional
 
-__all__ = ["utility_curves"]
+__all__ = ["utility_curves", "PANEL_SIZE", "DPI", "BAND_ALPHA"]
+
+PANEL_SIZE = (7.0, 5.0)
+"""Inches per panel (width, height): large enough for the bands and a legend of several lines."""
+
+DPI = 130
+"""Resolution of a saved PNG (a one-panel plot is 910 x 650 pixels)."""
+
+BAND_ALPHA = 0.3
+"""Opacity of the interval bands (each outlined in its line's colour, so narrow bands show)."""
 
 
 def utility_curves(results: Any, out: Optional[str | os.PathLike] = None, *,
@@ -38,6 +49,7 @@ def utility_curves(results: Any, out: Optional[str | os.PathLike] = None, *,
     if out is not None:
         matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
     from svtjax.sweep import read_results
 
@@ -62,7 +74,8 @@ def utility_curves(results: Any, out: Optional[str | os.PathLike] = None, *,
     panels = sorted({panel_of(r) for r in rows})
     ncols = min(3, len(panels))
     nrows = -(-len(panels) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(5 * ncols, 3.6 * nrows), squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(PANEL_SIZE[0] * ncols, PANEL_SIZE[1] * nrows),
+                             squeeze=False)
     xs = [float(r[x]) for r in rows]
     if logx is None:
         logx = min(xs) > 0 and max(xs) / min(xs) > 20
@@ -77,8 +90,9 @@ def utility_curves(results: Any, out: Optional[str | os.PathLike] = None, *,
             pts = sorted((float(r[x]), r["mean"], r["ci_low"], r["ci_high"]) for r in mine
                          if line_of(r) == line)
             px, py, lo, hi = zip(*pts)
-            handle, = ax.plot(px, py, "-o", ms=3, lw=1.2, label=line)
-            ax.fill_between(px, lo, hi, color=handle.get_color(), alpha=0.2, lw=0)
+            handle, = ax.plot(px, py, "-o", ms=4, lw=1.6, label=line)
+            ax.fill_between(px, lo, hi, color=handle.get_color(), alpha=BAND_ALPHA, lw=0.8,
+                            edgecolor=handle.get_color())
         if logx:
             ax.set_xscale("log")
         ax.set_xlabel(x)
@@ -86,12 +100,15 @@ def utility_curves(results: Any, out: Optional[str | os.PathLike] = None, *,
         ax.set_title(", ".join(f"{k}={v}" if k != "dataset" else v
                                for k, v in zip(panel_cols, panel)), fontsize=9)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        handles, labels = ax.get_legend_handles_labels()
+        band = Patch(facecolor="0.5", alpha=BAND_ALPHA, edgecolor="0.5",
+                     label="shaded: 95% interval of the mean")
+        ax.legend(handles + [band], labels + [band.get_label()], fontsize=9)
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
-    fig.suptitle(title or f"{y} against {x} (mean, 95% interval)", fontsize=10)
+    fig.suptitle(title or f"{y} against {x} (mean, 95% interval)", fontsize=12)
     fig.tight_layout()
     if out is not None:
-        fig.savefig(out, dpi=120)
+        fig.savefig(out, dpi=DPI)
         plt.close(fig)
     return fig

@@ -1,28 +1,37 @@
 """Monte Carlo driver: many independent trials of one mechanism, chunked, sharded, compiled once.
 
-Trial ``t`` always uses ``jax.random.fold_in(jax.random.key(seed), t)``, so an outcome never
-depends on the chunk size or on how many devices share the work. Trials run as a ``vmap`` inside
-one compiled function per chunk; the mechanism is a pytree argument, so its numeric parameters
-are traced and a sweep over ε or c reuses the compiled code (one compile per structure).
+This is the one driver: ``svtjax.simulate``, ``svtjax.sweep`` (which vmaps it over a batch of
+grid points), the ``svtjax simulate`` command and the audits all run trials through the compiled
+chunk function :func:`run_chunk`, its chunk planner :func:`default_chunk_size` and its device
+mesh, so results agree bit for bit by construction.
+
+Trial ``t`` always uses ``jax.random.fold_in(root, t)`` with ``root = seed_key(seed)``, so an
+outcome never depends on the chunk size or on how many devices share the work. Trials run as a
+``vmap`` inside one compiled function per chunk; the mechanism is a pytree argument, so its
+numeric parameters are traced and a sweep over ε or c reuses the compiled code (one compile per
+structure).
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import os
 import sys
-from typing import Any, Callable, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from svtjax import _malloc, _validate
+from svtjax import _validate
 from svtjax._core import Outcome
-from svtjax.mechanisms.base import BLOCK, Mechanism, num_blocks
+from svtjax.mechanisms.base import Mechanism
 
-__all__ = ["simulate", "trial_keys", "default_chunk_size", "MEMORY_BUDGET"]
+__all__ = ["simulate", "trial_keys", "seed_key", "default_chunk_size", "plan_chunk",
+           "outcome_bytes",
+           "TrialContext", "run_chunk", "MEMORY_BUDGET", "SEED_RANGE"]
 
 MEMORY_BUDGET = 256 * 2**20
 """Bytes of per-chunk working memory ``simulate`` aims for when ``chunk_size`` is None."""
@@ -32,38 +41,67 @@ ACCELERATOR_MEMORY_BUDGET = 2 * 2**30
 what fill an accelerator (on an H200, a 2 GiB budget ran the 10^6-trial sweep benchmark ~5x
 faster than 256 MiB; benchmarks/results/sweep-memory-*-gpu-*.json)."""
 
+SEED_RANGE = (0, 2**64)
+"""Seeds accepted: integers 0 <= seed < 2**64, each giving its own trials (no two alias)."""
+
+AUX_STREAM = 2**32 - 1
+"""``fold_in`` index of a run's auxiliary key stream (per-trial thresholds and metric
+randomness): never a trial index, so never a mechanism's key."""
+
+
+def seed_key(seed: int) -> jax.Array:
+    """The root key of ``seed`` (0 <= seed < 2**64).
+
+    Seeds below 2**32 give ``jax.random.key(seed)``; a larger seed folds its high 32 bits into
+    the key of its low 32 bits, so seeds s and s + 2**32 never give the same trials.
+
+    Raises:
+      TypeError / ValueError: not an integer, or outside [0, 2**64).
+    """
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be an integer in [0, 2**64); got {seed!r}")
+    seed = int(seed)
+    if not SEED_RANGE[0] <= seed < SEED_RANGE[1]:
+        raise ValueError(f"seed must be an integer in [0, 2**64) (each seed its own trials); got "
+                         f"{seed}")
+    low, high = seed & 0xFFFFFFFF, seed >> 32
+    key = jax.random.key(np.uint32(low))
+    return key if high == 0 else jax.random.fold_in(key, np.uint32(high))
+
+
 def trial_keys(seed: int, start: int, count: int) -> jax.Array:
-    """Keys of trials ``start .. start+count-1`` (``fold_in(key(seed), t)``)."""
-    root = jax.random.key(seed)
+    """Keys of trials ``start .. start+count-1`` (``fold_in(seed_key(seed), t)``)."""
+    root = seed_key(seed)
     return jax.vmap(lambda t: jax.random.fold_in(root, t))(start + jnp.arange(count))
 
 
-def _bytes_per_trial(mech: Mechanism, n: int, itemsize: int, shuffle: bool) -> int:
-    """Working memory of one trial in a chunk: the Outcome (answers int8, items int32, values
-    and cost floats per position) and what the kernel holds besides it. A block-wise kernel
-    (``draws_by_block``) holds one block of draws at a time, the rows it gathers when it
-    compacts finished trials away (at most 1/8 of the batch) and, shuffled, the permutation
-    (int16 below 2**15 positions); other kernels hold their whole draws."""
-    length = max(mech.stream_length(n), num_blocks(n) * BLOCK)
-    outputs = 1 + 4 + 2 * itemsize
-    n_pad = num_blocks(n) * BLOCK
-    if mech.draws_by_block:
-        from svtjax.mechanisms._svt_engine import _perm_dtype
+def outcome_bytes(mech: Mechanism, n: int, trials: int, itemsize: int) -> int:
+    """Bytes of the full Outcome of ``trials`` trials (answers int8, items int32, values and
+    cost floats at each of the L stream positions)."""
+    return trials * mech.stream_length(n) * (1 + 4 + 2 * itemsize)
 
-        perm = jnp.dtype(_perm_dtype(n_pad)).itemsize * n_pad if shuffle else 0
-        return length * outputs * 9 // 8 + perm + 4 * BLOCK * itemsize
-    per_position = outputs + 3 * itemsize  # outputs + the draws
-    return length * per_position + (4 * n_pad if shuffle else 0)
+
+def plan_chunk(trials: int, per_trial: int, budget: float, *, multiple: int = 1) -> int:
+    """Trials per compiled chunk: a multiple of ``multiple`` (the devices sharing a chunk; a
+    sweep's merge block) whose working set (``per_trial`` bytes each) fits ``budget`` — unless
+    even ``multiple`` trials do not —, balanced over the chunks so that little padding is
+    computed."""
+    slots = max(1, int(budget // max(per_trial, 1)))
+    whole = math.ceil(trials / multiple) * multiple  # every trial in one chunk
+    largest = max(multiple, (min(whole, slots) // multiple) * multiple)
+    balanced = math.ceil(trials / math.ceil(trials / largest))  # equal chunks, little padding
+    return int(math.ceil(balanced / multiple) * multiple)
 
 
 def default_chunk_size(mech: Mechanism, n: int, trials: int, *, itemsize: int = 4,
                        shuffle: bool = False, num_devices: int = 1,
                        memory_budget: Optional[int] = None,
-                       platform: Optional[str] = None) -> int:
+                       platform: Optional[str] = None, extra_bytes: int = 0) -> int:
     """The largest chunk whose working set fits ``memory_budget``, a multiple of the devices.
 
     ``memory_budget`` defaults to ``MEMORY_BUDGET`` on a CPU and ``ACCELERATOR_MEMORY_BUDGET``
-    on an accelerator (``platform``, default: that of ``jax.devices()[0]``).
+    on an accelerator (``platform``, default: that of ``jax.devices()[0]``). ``extra_bytes`` is
+    added per trial (a reducer's per-trial values).
 
     On a CPU, fewer, larger chunks are faster even for reduced runs: on the idle 2-core
     benchmark machine the headline svt-s workload with a counting reducer ran in 3.8 ms as one
@@ -73,29 +111,61 @@ def default_chunk_size(mech: Mechanism, n: int, trials: int, *, itemsize: int = 
         platform = jax.devices()[0].platform
     if memory_budget is None:
         memory_budget = MEMORY_BUDGET if platform == "cpu" else ACCELERATOR_MEMORY_BUDGET
-    per_trial = _bytes_per_trial(mech, n, itemsize, shuffle)
-    largest = max(1, min(trials, memory_budget // max(per_trial, 1)))
-    balanced = math.ceil(trials / math.ceil(trials / largest))  # equal chunks, little padding
-    return int(math.ceil(balanced / num_devices) * num_devices)
+    per_trial = mech.working_bytes(n, itemsize, shuffle) + extra_bytes
+    return plan_chunk(trials, per_trial, memory_budget, multiple=num_devices)
 
 
 @functools.lru_cache(maxsize=None)
 def _mesh(num_devices: int) -> Mesh:
-    return Mesh(np.asarray(jax.devices()[:num_devices]), ("trials",))
+    return Mesh(np.asarray(jax.local_devices()[:num_devices]), ("trials",))
 
 
-@functools.partial(jax.jit, static_argnames=("chunk", "shuffle", "num_devices"))
-def _run_chunk(mech, queries, thresholds, root, start, trials, reduce, *, chunk, shuffle,
-               num_devices):
+class TrialContext(NamedTuple):
+    """What a chunk's reducer sees besides the Outcomes (inside the compiled chunk).
+
+    Attributes:
+      index: int32[chunk], the trial indices.
+      thresholds: float[chunk], each trial's threshold when a per-trial threshold rule drew one,
+        else NaN.
+      keys: key[chunk], per-trial PRNG keys independent of the mechanism's
+        (``fold_in(fold_in(fold_in(root, AUX_STREAM), t), 1)``), for randomness a metric adds.
+      mech: the mechanism (numeric parameters traced, structure static).
+      extra: what the caller passed through (e.g. a sweep point's c and prepared values).
+    """
+
+    index: Any
+    thresholds: Any
+    keys: Any
+    mech: Any
+    extra: Any
+
+
+def _one_point(mech, queries, thresholds, root, start, reduce, extra, *, chunk, shuffle,
+               num_devices, rule, mode, trials, width):
     idx = start + jnp.arange(chunk)
     if num_devices > 1:
         idx = jax.lax.with_sharding_constraint(
             idx, NamedSharding(_mesh(num_devices), PartitionSpec("trials")))
     keys = jax.vmap(lambda t: jax.random.fold_in(root, t))(idx)
-    out = mech.run_batch(keys, queries, thresholds, shuffle=shuffle)
-    if reduce is None:
+    aux_root = jax.random.fold_in(root, AUX_STREAM)
+    aux = jax.vmap(lambda t: jax.random.fold_in(aux_root, t))(idx)
+    offsets = None
+    per_trial_t = jnp.full(idx.shape, jnp.nan, queries.dtype)
+    if rule is not None:  # each trial draws its own threshold (added to ``thresholds``)
+        desc = jnp.sort(queries)[::-1]
+        draw, c = rule
+        offsets = jax.vmap(lambda a: draw(jax.random.fold_in(a, 0), desc, extra[c]))(
+            aux).astype(queries.dtype)
+        per_trial_t = offsets
+    out = mech.run_batch(keys, queries, thresholds, shuffle=shuffle, offsets=offsets,
+                         width=width)
+    if mode == "outcome":
         return out
-    per_trial = reduce(out)
+    ctx = TrialContext(idx, per_trial_t, jax.vmap(lambda a: jax.random.fold_in(a, 1))(aux),
+                       mech, extra)
+    per_trial = reduce(out, ctx)
+    if mode == "values":
+        return per_trial
     keep = idx < trials
 
     def total(x):
@@ -104,6 +174,53 @@ def _run_chunk(mech, queries, thresholds, root, start, trials, reduce, *, chunk,
         return jnp.sum(jnp.where(mask, x, jnp.zeros((), x.dtype)), axis=0)
 
     return jax.tree_util.tree_map(total, per_trial)
+
+
+@functools.partial(jax.jit, static_argnames=("chunk", "shuffle", "num_devices", "rule", "mode",
+                                             "points", "width"))
+def run_chunk(mech, queries, thresholds, root, start, trials, reduce=None, extra=None, *,
+              chunk: int, shuffle: bool, num_devices: int = 1, rule=None, mode: str = "outcome",
+              points: int = 0, width: Optional[int] = None):
+    """The compiled chunk: trials ``start .. start + chunk − 1`` of one mechanism (or of a batch
+    of ``points`` mechanisms, stacked along a leading axis with their roots, thresholds and
+    ``extra``, vmapped).
+
+    Args:
+      mech: a mechanism (pytree), or ``points`` of them stacked.
+      queries: float[n]; thresholds: float[n] (``[points, n]`` when batched).
+      root: the key of trial 0's ``fold_in`` (``seed_key(seed)``), or ``[points]`` of them.
+      start, trials: the chunk's first trial index and the run's number of trials (for masking
+        the padding of a last chunk in ``mode="sum"``).
+      reduce: ``reduce(outcome_batch, TrialContext) -> pytree of per-trial arrays`` (a
+        ``jax.tree_util.Partial``), for ``mode`` ``"sum"`` or ``"values"``.
+      extra: passed to ``reduce`` as ``ctx.extra``.
+      chunk, shuffle, num_devices: static.
+      rule: ``(draw, key)``: a per-trial threshold rule ``draw(key, sorted_scores, c)`` with
+        ``c = extra[key]``, added to ``thresholds``; or None.
+      mode: ``"outcome"`` (the Outcomes), ``"values"`` (``reduce``'s per-trial values) or
+        ``"sum"`` (their sum over the run's trials).
+      points: 0 for one mechanism, else the number of stacked mechanisms.
+      width: the engine's positions per loop iteration (static; None: the platform's
+        ``svtjax.mechanisms._engine.BLOCK_WIDTH``, read when the chunk is first traced).
+    """
+    fn = functools.partial(_one_point, chunk=chunk, shuffle=shuffle, num_devices=num_devices,
+                           rule=rule, mode=mode, trials=trials, width=width)
+    if points == 0:
+        return fn(mech, queries, thresholds, root, start, reduce, extra)
+    return jax.vmap(lambda m, t, r, e: fn(m, queries, t, r, start, reduce, e))(
+        mech, thresholds, root, extra)
+
+
+def _physical_memory() -> Optional[int]:
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _ignore_context(fn, out, ctx):
+    del ctx
+    return fn(out)
 
 
 def simulate(mech: Mechanism, queries, thresholds, *, trials: int, seed: int = 0,
@@ -117,7 +234,8 @@ def simulate(mech: Mechanism, queries, thresholds, *, trials: int, seed: int = 0
       queries: float[n] true query answers (item scores), finite.
       thresholds: a finite scalar or float[n] per-query thresholds.
       trials: number of trials (>= 1).
-      seed: trial ``t`` uses ``fold_in(jax.random.key(seed), t)``.
+      seed: an integer in [0, 2**64); trial ``t`` uses ``fold_in(seed_key(seed), t)``
+        (``jax.random.key(seed)`` for seeds below 2**32).
       shuffle: give each trial its own uniformly random item order (an exact Fisher–Yates
         shuffle drawn from the trial key); ``Outcome.items`` maps positions back to the caller's
         indices.
@@ -132,29 +250,28 @@ def simulate(mech: Mechanism, queries, thresholds, *, trials: int, seed: int = 0
         chunk (a plain closure embeds them as constants and compiles per reducer).
       progress: show a progress bar over chunks (default: when stderr is a terminal and there is
         more than one chunk).
-      num_devices: shard each chunk's trials over this many of ``jax.devices()`` (default: all).
+      num_devices: shard each chunk's trials over this many of ``jax.local_devices()``
+        (default: all).
 
     Returns:
       An ``Outcome`` with a leading axis of ``trials`` or, with ``reduce``, the summed pytree.
 
     Raises:
-      TypeError / ValueError: bad arguments (before anything is compiled).
+      TypeError / ValueError: bad arguments, numbers the run's dtype cannot hold (parameters,
+        noise scales, queries: ``svtjax._validate.computable``), or full Outcomes that cannot
+        fit in memory (before anything is compiled).
     """
     if not isinstance(mech, Mechanism):
         raise TypeError("mech must be a mechanism built with svtjax.mechanisms.get(name, ...); "
                         f"got {type(mech).__name__}")
     _validate.integer("trials", trials, minimum=1)
     trials = int(trials)
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"seed must be an integer; got {seed!r}")
+    root = seed_key(seed)
     if not isinstance(shuffle, bool):
         raise TypeError(f"shuffle must be True or False; got {shuffle!r}")
-    if reduce is not None:
-        if not callable(reduce):
-            raise TypeError(f"reduce must be a function of a batch of Outcomes; got {reduce!r}")
-        if not isinstance(reduce, jax.tree_util.Partial):
-            reduce = jax.tree_util.Partial(reduce)
-    available = len(jax.devices())
+    if reduce is not None and not callable(reduce):
+        raise TypeError(f"reduce must be a function of a batch of Outcomes; got {reduce!r}")
+    available = len(jax.local_devices())
     if num_devices is None:
         num_devices = available
     _validate.integer("num_devices", num_devices, minimum=1)
@@ -162,8 +279,16 @@ def simulate(mech: Mechanism, queries, thresholds, *, trials: int, seed: int = 0
         raise ValueError(f"num_devices must be at most the {available} available device(s); "
                          f"got {num_devices}")
     q, t = mech._prepare(queries, thresholds)
-    _malloc.tune_allocator()
+    _validate.computable(mech, q.dtype, queries=queries, thresholds=thresholds)
     n = q.shape[0]
+    if reduce is None:
+        need, have = outcome_bytes(mech, n, trials, q.dtype.itemsize), _physical_memory()
+        if have is not None and need > have:
+            raise ValueError(
+                f"the full Outcome of {trials} trials x {mech.stream_length(n)} positions would "
+                f"take {need / 2**30:.1f} GiB, more than this machine's {have / 2**30:.1f} GiB "
+                "of memory; pass reduce= (per-trial statistics summed inside each compiled "
+                "chunk, memory O(chunk)) or run fewer trials")
     if chunk_size is None:
         chunk = default_chunk_size(mech, n, trials, itemsize=q.dtype.itemsize, shuffle=shuffle,
                                    num_devices=num_devices)
@@ -172,8 +297,15 @@ def simulate(mech: Mechanism, queries, thresholds, *, trials: int, seed: int = 0
         chunk = int(math.ceil(int(chunk_size) / num_devices) * num_devices)
     num_chunks = math.ceil(trials / chunk)
 
-    root = jax.random.key(int(seed))
-    run = functools.partial(_run_chunk, chunk=chunk, shuffle=shuffle, num_devices=num_devices)
+    wrapped = None
+    if reduce is not None:
+        if not isinstance(reduce, jax.tree_util.Partial):
+            reduce = jax.tree_util.Partial(reduce)
+        wrapped = jax.tree_util.Partial(_ignore_context, reduce)
+    from svtjax.mechanisms._engine import block_width
+
+    run = functools.partial(run_chunk, chunk=chunk, shuffle=shuffle, num_devices=num_devices,
+                            mode="outcome" if reduce is None else "sum", width=block_width(n))
     starts = range(0, num_chunks * chunk, chunk)
     if progress is None:
         progress = num_chunks > 1 and sys.stderr.isatty()
@@ -188,7 +320,7 @@ def simulate(mech: Mechanism, queries, thresholds, *, trials: int, seed: int = 0
     total = None
     pieces = []
     for start in starts:
-        out = run(mech, q, t, root, start, trials, reduce)
+        out = run(mech, q, t, root, start, trials, wrapped)
         if reduce is None:
             pieces.append(out)
         else:

@@ -89,11 +89,19 @@ Output (``out`` directory): ``results.csv`` (tidy: one row per point × metric w
 standard error, 95% interval, trials, seconds), ``results.parquet`` when pyarrow is installed,
 ``results.json`` (the full config, package versions, devices, timing) and ``points/`` (one JSON
 per finished point, named by a content hash of the point and the code version: rerunning an
-interrupted sweep recomputes only the missing points).
+interrupted sweep recomputes only the missing points). Every file is written under a unique
+temporary name and renamed into place; one live sweep at a time writes to a directory (a lock,
+``LOCK_FILE``, that dies with its process; a second sweep gets :class:`SweepLockedError`);
+Ctrl-C raises :class:`SweepInterrupted` with the number of points saved.
+
+Everything a config can get wrong is checked when it is loaded, before anything compiles:
+names (with a "did you mean"), ranges, values listed twice, numbers the ``dtype`` cannot hold,
+``[plot]`` axes (:func:`plot_axes`), and the datasets themselves (loaded; c against their size).
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import csv
 import dataclasses
@@ -106,12 +114,15 @@ import math
 import os
 import pathlib
 import platform
+import socket
 import sys
 import time
+import uuid
 from typing import Any, Callable, NamedTuple, Optional, Sequence
 
 import numpy as np
 
+from svtjax import _validate
 from svtjax.datasets._thresholds import THRESHOLD_RULES as BUILTIN_THRESHOLD_RULES
 from svtjax.datasets._thresholds import ThresholdRule
 
@@ -123,12 +134,15 @@ __all__ = [
     "Point",
     "SweepConfig",
     "SweepConfigError",
+    "SweepInterrupted",
+    "SweepLockedError",
     "SweepResult",
     "ThresholdRule",
     "builtin_configs",
     "expand",
     "load_config",
     "metric_names",
+    "plot_axes",
     "read_results",
     "run",
 ]
@@ -154,6 +168,31 @@ _CSV_STATS = ["threshold", "metric", "mean", "std", "se", "ci_low", "ci_high", "
 
 class SweepConfigError(ValueError):
     """A sweep description that cannot be run; the message names the offending entry."""
+
+
+class SweepLockedError(SweepConfigError):
+    """Another live sweep is writing to the same output directory (see :func:`run`)."""
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`run`: how many of the sweep's points are saved for a rerun.
+
+    Attributes:
+      saved: points whose results are in ``out/points`` (reused or finished before the
+        interrupt); 0 without ``out``.
+      total: points in the sweep.
+      out: the output directory (None when nothing is written).
+    """
+
+    def __init__(self, saved: int, total: int, out: Optional[pathlib.Path]):
+        super().__init__(saved, total, out)
+        self.saved, self.total, self.out = saved, total, out
+
+    def __str__(self) -> str:
+        if self.out is None:
+            return f"interrupted; nothing is saved (no output directory), {self.total} point(s)"
+        return (f"interrupted; {self.saved} of {self.total} point(s) are saved in "
+                f"{self.out / 'points'}: run the same sweep with the same out to resume")
 
 
 def metric_names(config: Optional["SweepConfig"] = None) -> list[str]:
@@ -394,7 +433,6 @@ def load_config(source: Any, *, metrics: Sequence[Metric] = (),
 
 def _load_plugins(raw: dict, base: Optional[pathlib.Path]) -> tuple[tuple, tuple]:
     """Imports ``[sweep] plugins``; returns the metrics and threshold rules they define."""
-    import importlib.util
 
     plugins = raw.get("sweep", {}).get("plugins", []) if isinstance(raw.get("sweep"), dict) \
         else []
@@ -403,32 +441,14 @@ def _load_plugins(raw: dict, base: Optional[pathlib.Path]) -> tuple[tuple, tuple
     if not isinstance(plugins, list) or not all(isinstance(x, str) and x for x in plugins):
         raise _fail(f"[sweep] plugins must be a list of module names or .py paths; got "
                     f"{plugins!r}")
+    from svtjax import _plugins
+
     metrics, rules = [], []
     for entry in plugins:
         try:
-            if entry.endswith(".py"):
-                path = pathlib.Path(entry)
-                if not path.is_absolute() and base is not None:
-                    path = base / path
-                name = "svtjax_plugin_" + hashlib.sha256(str(path.resolve()).encode()
-                                                         ).hexdigest()[:12]
-                module = sys.modules.get(name)
-                if module is None:
-                    spec = importlib.util.spec_from_file_location(name, path)
-                    if spec is None or spec.loader is None or not path.is_file():
-                        raise FileNotFoundError(f"no such file {str(path)!r}")
-                    module = importlib.util.module_from_spec(spec)
-                    sys.modules[name] = module
-                    try:
-                        spec.loader.exec_module(module)
-                    except BaseException:
-                        del sys.modules[name]
-                        raise
-            else:
-                module = importlib.import_module(entry)
-        except Exception as err:  # noqa: BLE001 - any failure of the plugin is the user's
-            raise _fail(f"[sweep] plugin {entry!r} cannot be imported: "
-                        f"{type(err).__name__}: {err}") from err
+            module = _plugins.load(entry, base)
+        except _plugins.PluginError as err:
+            raise _fail(f"[sweep] {err}") from err
         metrics += list(getattr(module, "SWEEP_METRICS", ()))
         rules += list(getattr(module, "SWEEP_THRESHOLD_RULES", ()))
     return tuple(metrics), tuple(rules)
@@ -450,59 +470,89 @@ def _validate_config(raw: dict, extra_metrics: tuple = (), threshold_rules: tupl
                                   ["lyu"] + list(BUILTIN_THRESHOLD_RULES))
     rule_names = list(BUILTIN_THRESHOLD_RULES) + [r.name for r in threshold_rules]
 
-    unknown = sorted(set(raw) - _TOP_KEYS)
-    if unknown:
-        raise _fail(f"unknown top-level table(s) {unknown}; valid: {sorted(_TOP_KEYS)}")
+    def suggest(word, choices):
+        return _validate.suggest(word, list(choices))
+
+    for key, value in raw.items():
+        if key not in _TOP_KEYS:
+            raise _fail(f"unknown top-level table {key!r}{suggest(key, _TOP_KEYS)}; valid: "
+                        f"{sorted(_TOP_KEYS)}")
+        if key != "mechanisms" and not isinstance(value, dict):
+            raise _fail(f"[{key}] must be a table of key = value; got {value!r}")
     sweep = dict(raw.get("sweep", {}))
-    bad = sorted(set(sweep) - _SWEEP_KEYS)
+    bad = [k for k in sweep if k not in _SWEEP_KEYS]
     if bad:
-        raise _fail(f"unknown [sweep] key(s) {bad}; valid: {sorted(_SWEEP_KEYS)}")
-    name = str(sweep.get("name", "sweep"))
+        raise _fail(f"unknown [sweep] key(s) {bad}{suggest(bad[0], _SWEEP_KEYS)}; valid: "
+                    f"{sorted(_SWEEP_KEYS)}")
+    name = sweep.get("name", "sweep")
+    if not isinstance(name, str) or not name.strip() or name in (".", "..") \
+            or any(sep in name for sep in ("/", "\\")):
+        raise _fail(f"[sweep] name must be a non-empty string without / or \\ (it names the "
+                    f"default output directory); got {name!r}")
+    if not isinstance(sweep.get("description", ""), str):
+        raise _fail(f"[sweep] description must be a string; got {sweep['description']!r}")
     trials = sweep.get("trials", 1000)
-    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
-        raise _fail(f"[sweep] trials must be an integer >= 1; got {trials!r}")
+    if isinstance(trials, bool) or not isinstance(trials, int) or not \
+            1 <= trials <= _validate.INT32_MAX:
+        raise _fail(f"[sweep] trials must be an integer >= 1 (at most {_validate.INT32_MAX}); "
+                    f"got {trials!r}")
     seed = sweep.get("seed", 0)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise _fail(f"[sweep] seed must be an integer >= 0; got {seed!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+        raise _fail(f"[sweep] seed must be an integer in [0, 2**64) (each seed its own trials, "
+                    f"as svtjax.simulate); got {seed!r}")
     shuffle = sweep.get("shuffle", True)
     if not isinstance(shuffle, bool):
         raise _fail(f"[sweep] shuffle must be true or false; got {shuffle!r}")
+    dtype = sweep.get("dtype", "float32")
+    if not isinstance(dtype, str) or dtype not in ("float32", "float64"):
+        raise _fail(f"[sweep] dtype must be \"float32\" or \"float64\"; got {dtype!r}")
     threshold = sweep.get("threshold", "lyu")
     if not (threshold == "lyu" or (isinstance(threshold, str) and threshold in rule_names)
             or (isinstance(threshold, (int, float)) and not isinstance(threshold, bool)
                 and math.isfinite(threshold))):
         rules = ", ".join(f'"{r}"' for r in rule_names)
         raise _fail(f"[sweep] threshold must be \"lyu\", a per-trial rule ({rules}) or a finite "
-                    f"number; got {threshold!r}")
+                    f"number; got {threshold!r}{suggest(threshold, ['lyu'] + rule_names)}")
+    if isinstance(threshold, (int, float)):
+        try:
+            _validate.fits("[sweep] threshold", threshold, dtype)
+        except ValueError as err:
+            raise _fail(str(err)) from None
     quantiles = sweep.get("quantiles", [])
     if not isinstance(quantiles, list) or not all(
             isinstance(q, (int, float)) and not isinstance(q, bool) and 0 <= q <= 1
             for q in quantiles):
         raise _fail(f"[sweep] quantiles must be a list of numbers in [0, 1]; got {quantiles!r}")
+    _no_duplicates("[sweep] quantiles", quantiles)
     budget = sweep.get("memory_budget_mb", 256)
-    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not budget > 0:
+    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not \
+            0 < budget < math.inf:
         raise _fail(f"[sweep] memory_budget_mb must be a positive number; got {budget!r}")
-    dtype = sweep.get("dtype", "float32")
-    if dtype not in ("float32", "float64"):
-        raise _fail(f"[sweep] dtype must be \"float32\" or \"float64\"; got {dtype!r}")
     ppb = sweep.get("points_per_batch", "auto")
-    if ppb != "auto" and (isinstance(ppb, bool) or not isinstance(ppb, int) or ppb < 1):
+    if ppb != "auto" and (isinstance(ppb, bool) or not isinstance(ppb, int) or not
+                          1 <= ppb <= _validate.INT32_MAX):
         raise _fail(f"[sweep] points_per_batch must be \"auto\" or an integer >= 1; got "
                     f"{ppb!r}")
     metric_list = sweep.get("metrics", list(SweepConfig.metrics))
     if isinstance(metric_list, str):
         metric_list = [metric_list]
+    if not isinstance(metric_list, list):
+        raise _fail(f"[sweep] metrics must be a list of metric names; got {metric_list!r}")
     valid_metrics = metric_names() + [m.name for m in extra_metrics]
     for m in metric_list:
-        if m not in valid_metrics:
-            raise _fail(f"unknown metric {m!r}; valid metrics: {', '.join(valid_metrics)}")
+        if not isinstance(m, str) or m not in valid_metrics:
+            raise _fail(f"unknown metric {m!r}{suggest(m, valid_metrics)}; valid metrics: "
+                        f"{', '.join(valid_metrics)}")
     if not metric_list:
         raise _fail("[sweep] metrics must name at least one metric")
+    _no_duplicates("[sweep] metrics", metric_list)
 
     # datasets
     entries = sweep.get("datasets", ["zipf"])
     if isinstance(entries, (str, dict)):
         entries = [entries]
+    if not isinstance(entries, list):
+        raise _fail(f"[sweep] datasets must be a list of names or tables; got {entries!r}")
     datasets, seen = [], set()
     for entry in entries:
         if isinstance(entry, str):
@@ -520,7 +570,8 @@ def _validate_config(raw: dict, extra_metrics: tuple = (), threshold_rules: tupl
                 raise _fail(f"dataset {load_name!r}: permute must be an integer >= 0 or a list "
                             f"of them (a seed of the fixed item order); got {perm!r}")
         if ds._registry.canonical(load_name) not in ds.names():
-            raise _fail(f"unknown dataset {load_name!r}; known datasets: {', '.join(ds.names())}")
+            raise _fail(f"unknown dataset {load_name!r}{suggest(load_name, ds.names())}; known "
+                        f"datasets: {', '.join(ds.names())}")
         ident = load_name + ("[" + ",".join(f"{k}={v}" for k, v in sorted(kwargs.items())) + "]"
                              if kwargs else "")
         if ident in seen:
@@ -534,12 +585,15 @@ def _validate_config(raw: dict, extra_metrics: tuple = (), threshold_rules: tupl
     grid = {}
     for k, v in dict(raw.get("grid", {})).items():
         values = v if isinstance(v, list) else [v]
+        if not isinstance(k, str):
+            raise _fail(f"[grid] keys must be parameter names; got {k!r}")
         if not values:
             raise _fail(f"[grid] {k} is an empty list")
+        _no_duplicates(f"[grid] {k}", values)
         grid[k] = values
     grid.setdefault("c", [50])
     for c in grid["c"]:
-        if isinstance(c, bool) or not isinstance(c, int) or c < 1:
+        if isinstance(c, bool) or not isinstance(c, int) or not 1 <= c <= _validate.INT32_MAX:
             raise _fail(f"[grid] c must hold integers >= 1; got {c!r}")
 
     # mechanisms
@@ -553,22 +607,27 @@ def _validate_config(raw: dict, extra_metrics: tuple = (), threshold_rules: tupl
             raise _fail(f"every [[mechanisms]] table needs a name; got {table!r}")
         mname = table["name"]
         if mname not in known:
-            raise _fail(f"unknown mechanism {mname!r}; registered mechanisms are: "
-                        f"{', '.join(known)}")
+            raise _fail(f"unknown mechanism {mname!r}{suggest(mname, known)}; registered "
+                        f"mechanisms are: {', '.join(known)}")
         params = svtjax.mechanisms.parameters(mname)
         for key in table:
             if key in ("name", "label"):
                 continue
+            if isinstance(table[key], list):
+                _no_duplicates(f"{mname}: {key}", table[key])
             if key == "c":  # the table's own top-c size, also for mechanisms that take k
                 for c in table[key] if isinstance(table[key], list) else [table[key]]:
-                    if isinstance(c, bool) or not isinstance(c, int) or c < 1:
+                    if isinstance(c, bool) or not isinstance(c, int) or not \
+                            1 <= c <= _validate.INT32_MAX:
                         raise _fail(f"{mname}: c must be an integer >= 1 or a list of them; "
                                     f"got {table[key]!r}")
                 continue
             if key not in params:
-                raise _fail(f"{mname} does not take parameter {key!r}; valid parameters are: "
-                            f"{', '.join(params)}")
-        label = str(table.get("label") or _default_label(table))
+                raise _fail(f"{mname} does not take parameter {key!r}{suggest(key, params)}; "
+                            f"valid parameters are: {', '.join(params)}")
+        label = table.get("label") or _default_label(table)
+        if not isinstance(label, str):
+            raise _fail(f"{mname}: label must be a string; got {label!r}")
         if label in labels:
             raise _fail(f"two [[mechanisms]] tables share the label {label!r}; give each a "
                         "distinct label")
@@ -578,9 +637,14 @@ def _validate_config(raw: dict, extra_metrics: tuple = (), threshold_rules: tupl
         if axis == "c":
             continue
         if not any(axis in svtjax.mechanisms.parameters(t["name"]) for t in tables):
-            raise _fail(f"[grid] axis {axis!r} is not a parameter of any mechanism in the sweep")
+            every = sorted({k for t in tables for k in svtjax.mechanisms.parameters(t["name"])})
+            raise _fail(f"[grid] axis {axis!r} is not a parameter of any mechanism in the sweep"
+                        f"{suggest(axis, every)}")
 
     plot = dict(raw.get("plot", {}))
+    for key in plot:
+        if key not in ("x", "y"):
+            raise _fail(f"unknown [plot] key {key!r}{suggest(key, ['x', 'y'])}; valid: x, y")
     config = SweepConfig(name=name, datasets=tuple(datasets), mechanisms=tuple(tables),
                          grid=grid, trials=trials, seed=seed, metrics=tuple(metric_list),
                          shuffle=shuffle, threshold=threshold, memory_budget_mb=float(budget),
@@ -588,8 +652,93 @@ def _validate_config(raw: dict, extra_metrics: tuple = (), threshold_rules: tupl
                          quantiles=tuple(float(q) for q in quantiles), plot=plot, raw=raw,
                          extra_metrics=tuple(m for m in extra_metrics if m.name in metric_list),
                          threshold_rules=threshold_rules)
-    expand(config)  # builds every mechanism: bad parameter values fail here, before compiling
+    # builds every mechanism (bad parameter values, or numbers the dtype cannot hold, fail
+    # here), loads every dataset and checks c against it: all before anything compiles
+    points = expand(config)
+    _check_datasets(config, points)
+    if plot:
+        plot_axes(config, points=points)
     return config
+
+
+def _no_duplicates(where: str, values: Sequence) -> None:
+    """Refuses a list that holds a value twice (``epsilon = [0.5, 0.5]`` would compute the same
+    point twice and give duplicate rows); 1 and 1.0 count as the same value."""
+    seen = set()
+    for v in values:
+        key = _value_key(v)
+        if key in seen:
+            raise _fail(f"{where} lists {v!r} more than once; give each value once")
+        seen.add(key)
+
+
+def _value_key(v: Any) -> Any:
+    if isinstance(v, bool):
+        return ("bool", v)
+    if isinstance(v, (int, float)):
+        return ("number", float(v)) if not math.isnan(float(v)) else ("nan",)
+    if isinstance(v, (list, tuple)):
+        return ("list",) + tuple(_value_key(x) for x in v)
+    if isinstance(v, str):
+        return ("str", v)
+    return ("repr", repr(v))
+
+
+def _check_datasets(config: "SweepConfig", points: Sequence["Point"]) -> None:
+    """Loads every dataset (bad arguments fail here) and checks every point's c against it,
+    the per-trial threshold rule's own conditions, and that the scores fit the dtype."""
+    scores_by = _load_datasets(config)
+    for ident, scores in scores_by.items():
+        try:
+            _validate.fits(f"dataset {ident!r}: a score", scores, config.dtype)
+        except ValueError as err:
+            raise _fail(str(err)) from None
+    rule = config.threshold_rule()
+    for p in points:
+        n = scores_by[p.dataset].shape[0]
+        if p.c >= n:
+            raise _fail(f"c={p.c} must be smaller than the {n} items of dataset {p.dataset!r}")
+        if rule is not None and rule.check is not None:
+            try:
+                rule.check(n, p.c)
+            except ValueError as err:
+                raise _fail(f"dataset {p.dataset!r}, c={p.c}: {err}") from err
+
+
+def plot_axes(config: "SweepConfig", x: Optional[str] = None, y: Optional[str] = None, *,
+              points: Optional[Sequence["Point"]] = None) -> tuple[str, str]:
+    """The axes a plot of this sweep draws: ``x`` (a parameter column of the results holding
+    numbers) and ``y`` (a metric of the sweep): the given ones, else the config's ``[plot]``
+    ones, else ``epsilon`` (or the first numeric parameter column; ``c`` always is one) and
+    the first metric. ``svtjax sweep`` checks ``--x``/``--y`` with it before running.
+
+    Raises:
+      SweepConfigError: ``x`` is not a numeric parameter column or ``y`` not a metric of the
+        sweep (the message lists the valid ones).
+    """
+    points = expand(config) if points is None else points
+    columns = param_columns(points)
+
+    def numeric(col):
+        for p in points:
+            v = dict(p.axes).get(col, dict(p.params).get(col))
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                return True
+        return False
+
+    numeric_columns = [c for c in columns if numeric(c)]
+    x = x or config.plot.get("x") or ("epsilon" if "epsilon" in numeric_columns
+                                      else numeric_columns[0])
+    y = y or config.plot.get("y") or config.metrics[0]
+    if y not in config.metrics:
+        raise _fail(f"the plot's y {y!r} is not a metric of this sweep"
+                    f"{_validate.suggest(y, config.metrics)}; its metrics: "
+                    f"{', '.join(config.metrics)}")
+    if x not in numeric_columns:
+        what = "holds no numbers" if x in columns else "is not a parameter of this sweep"
+        raise _fail(f"the plot's x {x!r} {what}{_validate.suggest(x, numeric_columns)}; "
+                    f"choose one of: {', '.join(numeric_columns)}")
+    return x, y
 
 
 def _default_label(table: dict) -> str:
@@ -657,8 +806,8 @@ def expand(config: SweepConfig) -> list[Point]:
     """Every grid point of ``config``, in a fixed order (dataset, mechanism table, axes).
 
     Raises:
-      SweepConfigError: a parameter value a mechanism rejects (building it fails), or c not
-        smaller than a dataset's number of items.
+      SweepConfigError: a parameter value a mechanism rejects (building it fails), or numbers
+        the sweep's ``dtype`` cannot hold (``svtjax._validate.computable``).
     """
     import svtjax
 
@@ -688,7 +837,7 @@ def expand(config: SweepConfig) -> list[Point]:
                 point = Point(ident, name, table["label"], tuple(sorted(params.items())), c,
                               tuple(sorted(swept.items())))
                 try:
-                    point.build()
+                    _validate.computable(point.build(), config.dtype)
                 except (TypeError, ValueError) as err:
                     raise _fail(f"{table['label']} ({name}) with {params}: {err}") from err
                 points.append(point)
@@ -730,10 +879,10 @@ def versions() -> dict[str, str]:
     return out
 
 
-# -- the compiled kernel ---------------------------------------------------------------------------
+# -- the per-trial metrics (the reducer of simulate's compiled chunk) ------------------------------
 
 TRACES: dict[str, int] = {}
-"""Mechanism name -> number of times a group kernel was traced (each trace is one compile)."""
+"""Mechanism name -> number of times a group's chunk was traced (each trace is one compile)."""
 
 
 def _per_trial(out, scores, c, *, k: int, metrics: tuple, own: tuple = (),
@@ -741,89 +890,49 @@ def _per_trial(out, scores, c, *, k: int, metrics: tuple, own: tuple = (),
     """float[len(metrics), trials]: per-trial metric values of a batch of Outcomes."""
     import jax.numpy as jnp
 
-    import svtjax
     from svtjax import metrics as M
 
-    picks = svtjax.selected(out, k)
+    del k  # the metrics read the Outcome directly (no picks array of a static width)
     dtype = scores.dtype
-    every = M.evaluate(picks, scores, c) if any(m in M.METRICS for m in metrics) else {}
+    length = out.answers.shape[-1]
+    single_pass = length == scores.shape[0]
+    needs = any(m in M.METRICS or m == "picks" or (m == "evaluated" and single_pass)
+                for m in metrics)
+    every = M.evaluate_outcome(out, scores, c) if needs else {}
     rows = []
     own = {m.name: m for m in own}
     for m in metrics:
         if m in own:
             rows.append(jnp.broadcast_to(own[m].fn(out, scores, c, ctx),
                                          out.answers.shape[:1]).astype(dtype))
-        elif m in M.METRICS:
+        elif m in M.METRICS or m == "picks":
             rows.append(every[m].astype(dtype))
-        elif m == "picks":
-            valid = picks >= 0
-            rows.append(jnp.minimum(jnp.sum(valid, axis=-1), c).astype(dtype))
-        elif m == "evaluated":
-            rows.append(jnp.mean(out.answers >= 0, axis=-1).astype(dtype))
+        elif m == "evaluated":  # a single-pass trial evaluates the prefix up to its halt
+            rows.append(every[m].astype(dtype) / length if single_pass else
+                        jnp.mean(out.answers >= 0, axis=-1).astype(dtype))
         elif m == "cost":
             rows.append(jnp.sum(out.cost, axis=-1).astype(dtype))
     return jnp.stack(rows)
 
 
-def _mesh(num_devices: int):
-    import jax
-    from jax.sharding import Mesh
+def _point_values(k, metrics, own, rule, scores, out, ctx):
+    """The reducer a sweep hands to ``simulate.run_chunk``: per-trial metric values of one
+    point (``ctx.extra``: its c, threshold and prepared values)."""
+    import jax.numpy as jnp
 
-    return Mesh(np.asarray(jax.local_devices()[:num_devices]), ("trials",))
-
-
-AUX_STREAM = 2**32 - 1
-"""``fold_in`` index of a point's auxiliary key stream (per-trial thresholds and metric
-randomness): never a trial index, so never a mechanism's key."""
+    name = getattr(ctx.mech, "name", type(ctx.mech).__name__)
+    TRACES[name] = TRACES.get(name, 0) + 1
+    extra = ctx.extra
+    thresholds = ctx.thresholds if rule else jnp.broadcast_to(
+        extra["threshold"].astype(scores.dtype), ctx.index.shape)
+    mctx = MetricContext(thresholds, ctx.keys, ctx.mech, k, extra["prepared"])
+    return _per_trial(out, scores, extra["c"], k=k, metrics=metrics, own=own, ctx=mctx)
 
 
 @functools.lru_cache(maxsize=None)
-def _kernel(k: int, metrics: tuple, shuffle: bool, chunk: int, num_devices: int,
-            rule: Optional[ThresholdRule] = None, own: tuple = ()):
-    import jax
-    import jax.numpy as jnp
-    from jax.sharding import NamedSharding, PartitionSpec
-
-    def group_chunk(mechs, seeds, thresholds, cs, prepared, scores, start):
-        name = type(mechs).__name__
-        TRACES[getattr(mechs, "name", name)] = TRACES.get(getattr(mechs, "name", name), 0) + 1
-        idx = start + jnp.arange(chunk)
-        if num_devices > 1:
-            idx = jax.lax.with_sharding_constraint(
-                idx, NamedSharding(_mesh(num_devices), PartitionSpec("trials")))
-
-        def point(mech, seed, thr, c, prep):
-            root = jax.random.key(seed)
-            keys = jax.vmap(lambda t: jax.random.fold_in(root, t))(idx)
-            aux_root = jax.random.fold_in(root, AUX_STREAM)
-            aux = jax.vmap(lambda t: jax.random.fold_in(aux_root, t))(idx)
-            if rule is None:
-                t = jnp.broadcast_to(thr.astype(scores.dtype), scores.shape)
-                out = mech.run_batch(keys, scores, t, shuffle=shuffle)
-                per_trial = jnp.broadcast_to(thr.astype(scores.dtype), idx.shape)
-            else:  # each trial its own threshold: one-trial batches, vmapped
-                desc = jnp.sort(scores)[::-1]
-                draw = rule.draw
-                per_trial = jax.vmap(lambda a: draw(jax.random.fold_in(a, 0), desc, c))(
-                    aux).astype(scores.dtype)
-
-                def one(key, t):
-                    t = jnp.broadcast_to(t, scores.shape)
-                    return jax.tree_util.tree_map(
-                        lambda x: x[0], mech.run_batch(key[None], scores, t, shuffle=shuffle))
-
-                out = jax.vmap(one)(keys, per_trial)
-            ctx = MetricContext(per_trial, jax.vmap(lambda a: jax.random.fold_in(a, 1))(aux),
-                                mech, k, prep)
-            return _per_trial(out, scores, c, k=k, metrics=metrics, own=own, ctx=ctx)
-
-        if seeds.shape[0] == 1:  # one point per call (the CPU default): no vmap to trace
-            one = jax.tree_util.tree_map(lambda x: x[0], (mechs, seeds, thresholds, cs,
-                                                          prepared))
-            return point(*one)[None]
-        return jax.vmap(point)(mechs, seeds, thresholds, cs, prepared)
-
-    return jax.jit(group_chunk)
+def _reducer_fn(k: int, metrics: tuple, own: tuple, rule: bool):
+    """One function object per static configuration, so the compiled chunk is reused."""
+    return functools.partial(_point_values, k, metrics, own, rule)
 
 
 # -- host-side statistics -------------------------------------------------------------------------
@@ -871,28 +980,27 @@ def _summarise(n: float, mean: float, m2: float) -> dict:
 
 def _bytes_per_trial(mech, n: int, itemsize: int, shuffle: bool, k: int,
                      num_metrics: int) -> int:
-    from svtjax.simulate import _bytes_per_trial as base
-
-    return base(mech, n, itemsize, shuffle) + 4 * k * 8 + num_metrics * 8
+    """A point's working memory per trial: the mechanism's (``mech.working_bytes``) plus the
+    picks and the per-trial metric values."""
+    return mech.working_bytes(n, itemsize, shuffle) + 4 * k * 8 + num_metrics * 8
 
 
 def plan(num_points: int, trials: int, per_trial: int, budget_bytes: float,
          points_per_batch: int = 1) -> tuple[int, int]:
     """(points per batch, trials per chunk) with points × chunk × per_trial <= budget.
 
-    A chunk is a multiple of ``BLOCK_TRIALS`` (for at most that many trials: the trials rounded
-    up to a multiple of 8, the smallest chunk there is) and the chunks of a point are balanced
-    so that little padding is computed. Points are batched (vmapped) only up to
-    ``points_per_batch`` and only as far as memory allows.
+    The chunk comes from ``svtjax.simulate.plan_chunk`` (simulate's planner), as a multiple of
+    ``BLOCK_TRIALS`` so that the host merges whole blocks (for at most that many trials: all
+    trials in one chunk, rounded up to a multiple of 8). Points are batched (vmapped) only up
+    to ``points_per_batch`` and only as far as memory allows.
     """
+    from svtjax.simulate import plan_chunk
+
     slots = max(1, int(budget_bytes // max(per_trial, 1)))
     if trials <= BLOCK_TRIALS:
         chunk = -(-trials // 8) * 8
     else:
-        largest = max(BLOCK_TRIALS, (slots // BLOCK_TRIALS) * BLOCK_TRIALS)
-        num_chunks = -(-trials // largest)
-        per_chunk = math.ceil(trials / num_chunks)
-        chunk = math.ceil(per_chunk / BLOCK_TRIALS) * BLOCK_TRIALS
+        chunk = plan_chunk(trials, per_trial, budget_bytes, multiple=BLOCK_TRIALS)
     points = max(1, min(points_per_batch, num_points, slots // chunk))
     return points, chunk
 
@@ -993,6 +1101,17 @@ def _threshold(config: SweepConfig, scores: np.ndarray, c: int) -> float:
     return float(config.threshold)
 
 
+@functools.lru_cache(maxsize=8)
+def _load_scores(name: str, kwargs: str) -> np.ndarray:
+    """A dataset's scores (float64, read-only), cached: a config is validated (which loads its
+    datasets) and then run."""
+    from svtjax import datasets as ds
+
+    scores = np.array(ds.load(name, **json.loads(kwargs)).scores, np.float64)
+    scores.setflags(write=False)
+    return scores
+
+
 def _load_datasets(config: SweepConfig) -> dict[str, np.ndarray]:
     from svtjax import datasets as ds
 
@@ -1001,28 +1120,200 @@ def _load_datasets(config: SweepConfig) -> dict[str, np.ndarray]:
         kwargs = dict(kwargs)
         permute = kwargs.pop("permute", None)
         try:
-            data = ds.load(name, **kwargs)
+            try:
+                text = json.dumps(kwargs, sort_keys=True)
+            except (TypeError, ValueError):  # not a TOML-like value: load without the cache
+                scores = np.asarray(ds.load(name, **kwargs).scores, np.float64)
+            else:
+                scores = _load_scores(name, text)
         except ds.DatasetNotAvailableError as err:
             raise _fail(f"dataset {name!r} is not available: {str(err).splitlines()[0]}") from err
         except (TypeError, ValueError) as err:
-            raise _fail(f"dataset {ident!r}: {err}") from err
-        scores = np.asarray(data.scores, np.float64)
+            raise _fail(f"dataset {ident!r}: {' '.join(str(err).split())}") from err
         if permute is not None:
             scores = scores[np.random.default_rng(permute).permutation(scores.shape[0])]
         out[ident] = scores
     return out
 
 
+LOCK_FILE = ".svtjax-sweep.lock"
+"""The lock file of a sweep's output directory (holds the pid and host of the live sweep)."""
+
+
+def _prepare_out(out: Any) -> pathlib.Path:
+    """The output directory ``out``, created if missing and checked to be writable.
+
+    Raises:
+      SweepConfigError: ``out`` is a file, or the directory cannot be created or written.
+    """
+    if isinstance(out, bool) or not isinstance(out, (str, os.PathLike)) or not str(out):
+        raise _fail(f"out must be a directory path; got {out!r}")
+    path = pathlib.Path(out)
+    if path.exists() and not path.is_dir():
+        raise _fail(f"out {str(path)!r} is an existing file, not a directory; give a directory "
+                    "(it is created if missing)")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise _fail(f"cannot create the output directory {str(path)!r}: "
+                    f"{err.strerror or err}") from err
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise _fail(f"cannot write in the output directory {str(path)!r} (permission denied); "
+                    "give another out")
+    return path
+
+
+class _OutputLock:
+    """One live sweep per output directory.
+
+    The lock is ``fcntl.flock`` on :data:`LOCK_FILE`, which the kernel releases when its
+    process ends however it ends (SIGKILL included), so a killed sweep never leaves a lock
+    behind; the file records the holder's pid, host and start time for the message a second
+    sweep gets. Where ``flock`` is not available (no ``fcntl``; a filesystem without locks),
+    the lock is the file itself, created exclusively: a lock whose holder is on this host and
+    no longer running is stale and taken over; one held from another host is reported with
+    its pid and host (delete the file once that process is gone).
+    """
+
+    def __init__(self, outdir: pathlib.Path):
+        self.path = pathlib.Path(outdir) / LOCK_FILE
+        self.fd: Optional[int] = None
+        self.owned_file = False
+
+    @staticmethod
+    def _me() -> bytes:
+        return json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                           "started": time.strftime("%Y-%m-%d %H:%M:%S")}).encode()
+
+    @staticmethod
+    def _holder(path: pathlib.Path) -> dict:
+        try:
+            with open(path, encoding="utf-8") as f:
+                rec = json.load(f)
+            return rec if isinstance(rec, dict) else {}
+        except (OSError, ValueError):
+            return {}
+
+    def _refuse(self, holder: dict) -> SweepLockedError:
+        who = (f"pid {holder.get('pid', '?')} on host {holder.get('host', '?')}, started "
+               f"{holder.get('started', '?')}") if holder else "a process"
+        return SweepLockedError(
+            f"another sweep ({who}) is writing to {str(self.path.parent)!r}; wait for it to "
+            "finish or give another out (two sweeps on one directory would compute every point "
+            "twice)")
+
+    def acquire(self) -> None:
+        """Takes the lock, or raises :class:`SweepLockedError` naming the live holder."""
+        try:
+            import fcntl
+        except ImportError:  # not POSIX
+            fcntl = None
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as err:
+            raise _fail(f"cannot write the lock file {str(self.path)!r}: "
+                        f"{err.strerror or err}") from err
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise self._refuse(self._holder(self.path)) from None
+            except OSError:  # no locks on this filesystem
+                os.close(fd)
+            else:
+                os.ftruncate(fd, 0)
+                os.write(fd, self._me())
+                self.fd = fd
+                return
+        else:
+            os.close(fd)
+        self._acquire_file()
+
+    def _acquire_file(self) -> None:
+        path = self.path.with_name(LOCK_FILE + ".pid")
+        for _ in range(3):
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                holder = self._holder(path)
+                if not _stale(holder, path):
+                    raise self._refuse(holder) from None
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+                continue
+            except OSError as err:
+                raise _fail(f"cannot write the lock file {str(path)!r}: "
+                            f"{err.strerror or err}") from err
+            os.write(fd, self._me())
+            os.close(fd)
+            self.owned_file = True
+            return
+        raise self._refuse({})
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # releases the flock
+            self.fd = None
+        if self.owned_file:
+            with contextlib.suppress(OSError):
+                os.unlink(self.path.with_name(LOCK_FILE + ".pid"))
+            self.owned_file = False
+
+
+def _stale(holder: dict, path: pathlib.Path) -> bool:
+    """Whether a lock file's holder is a process of this host that is no longer running (an
+    unreadable lock file older than a few seconds is stale too: a holder writes its record as
+    it creates the file)."""
+    if not holder:
+        try:
+            return time.time() - path.stat().st_mtime > 5.0
+        except OSError:
+            return True
+    if holder.get("host") != socket.gethostname():
+        return False
+    pid = holder.get("pid")
+    if not isinstance(pid, int) or pid <= 0:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        return False
+    return False
+
+
 def _point_record_path(out: pathlib.Path, pid: str) -> pathlib.Path:
     return out / "points" / f"{pid}.json"
 
 
-def _write_json(path: pathlib.Path, obj: Any) -> None:
+def _atomic_write(path: pathlib.Path, write: Callable[[Any], None], *,
+                  to_path: bool = False) -> None:
+    """Writes ``path`` through a temporary file of a unique name in the same directory (host,
+    pid and a random token: unique across the threads, processes and hosts that share the
+    directory), then renames it into place (``os.replace``, atomic on POSIX): a reader sees the
+    old file or the new one, never a mix, and two writers never share a temporary file.
+    ``write`` gets the open text file, or with ``to_path`` the temporary path to create."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=1, sort_keys=True, default=repr)  # repr: e.g. Noise objects
-    os.replace(tmp, path)
+    token = f"{socket.gethostname()}.{os.getpid()}.{uuid.uuid4().hex[:12]}"
+    tmp = path.with_name(f".{path.name}.{token}.tmp")
+    try:
+        if to_path:
+            write(str(tmp))
+        else:
+            with open(tmp, "x", encoding="utf-8", newline="") as f:
+                write(f)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _write_json(path: pathlib.Path, obj: Any) -> None:
+    # repr: e.g. Noise objects
+    _atomic_write(path, lambda f: json.dump(obj, f, indent=1, sort_keys=True, default=repr))
 
 
 def _read_record(path: pathlib.Path, pid: str) -> Optional[dict]:
@@ -1062,7 +1353,11 @@ def run(config: Any, out: Optional[str | os.PathLike] = None, *, resume: bool = 
       A :class:`SweepResult`. In processes other than 0 its ``rows`` are this process's only.
 
     Raises:
-      SweepConfigError: a bad config (before anything is compiled).
+      SweepConfigError: a bad config, or an ``out`` that cannot be used: a file, a directory
+        that cannot be created or written, or one another live sweep is writing to
+        (:class:`SweepLockedError`); all before anything is compiled.
+      SweepInterrupted: Ctrl-C (a ``KeyboardInterrupt``) during the run; it says how many
+        points are saved in ``out/points`` (a rerun resumes from them).
     """
     import jax
     import jax.numpy as jnp
@@ -1073,9 +1368,6 @@ def run(config: Any, out: Optional[str | os.PathLike] = None, *, resume: bool = 
         raise _fail("dtype = \"float64\" needs jax_enable_x64 (set JAX_ENABLE_X64=1, or use "
                     "svtjax sweep, which enables it)")
     dtype = jnp.float64 if config.dtype == "float64" else jnp.float32
-    from svtjax import _malloc
-
-    _malloc.tune_allocator()  # as simulate does: no page faults on every large buffer
     pidx = jax.process_index() if process_index is None else int(process_index)
     pcount = jax.process_count() if process_count is None else int(process_count)
     available = len(jax.local_devices())
@@ -1084,25 +1376,34 @@ def run(config: Any, out: Optional[str | os.PathLike] = None, *, resume: bool = 
     if not 1 <= num_devices <= available:
         raise _fail(f"num_devices must be between 1 and the {available} local device(s); got "
                     f"{num_devices}")
-    outdir = pathlib.Path(out) if out is not None else None
-    if outdir is not None:
-        outdir.mkdir(parents=True, exist_ok=True)
+    if pcount > 1 and out is None:
+        raise _fail("a sweep split over several processes needs an output directory (out) on "
+                    "a filesystem every process sees")
+    outdir = _prepare_out(out) if out is not None else None
+    # one live sweep per directory: process 0 (the one that writes the results) holds the lock
+    lock = _OutputLock(outdir) if outdir is not None and pidx == 0 else None
+    if lock is not None:
+        lock.acquire()
+    try:
+        return _run_points(config, outdir, dtype, pidx, pcount, num_devices, resume, progress,
+                           log, wait_timeout, start_time)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _run_points(config, outdir, dtype, pidx, pcount, num_devices, resume, progress, log,
+                wait_timeout, start_time) -> SweepResult:
+    """The body of :func:`run` once the output directory is ready (and locked)."""
+    import jax
+    import jax.numpy as jnp
+
+    from svtjax.mechanisms._engine import block_width
+    from svtjax.simulate import run_chunk, seed_key
 
     scores_by = _load_datasets(config)
     points = expand(config)
-    if pcount > 1 and outdir is None:
-        raise _fail("a sweep split over several processes needs an output directory (out) on "
-                    "a filesystem every process sees")
     rule = config.threshold_rule()
-    for p in points:
-        n = scores_by[p.dataset].shape[0]
-        if p.c >= n:
-            raise _fail(f"c={p.c} must be smaller than the {n} items of dataset {p.dataset!r}")
-        if rule is not None and rule.check is not None:
-            try:
-                rule.check(n, p.c)
-            except ValueError as err:
-                raise _fail(f"dataset {p.dataset!r}, c={p.c}: {err}") from err
     ids = [p.point_id(config) for p in points]
     records: dict[str, dict] = {}
     if outdir is not None and resume:
@@ -1139,26 +1440,42 @@ def run(config: Any, out: Optional[str | os.PathLike] = None, *, resume: bool = 
             pb, chunk = plan(len(members), config.trials, per_trial, budget,
                              _points_per_batch(config))
             ndev = _devices_for(chunk, num_devices)
-            kernel = _kernel(k, tuple(config.metrics), config.shuffle, chunk, ndev, rule,
-                             tuple(config.extra_metrics))
+            reducer = jax.tree_util.Partial(
+                _reducer_fn(k, tuple(config.metrics), tuple(config.extra_metrics),
+                            rule is not None), scores)
+            run = functools.partial(
+                run_chunk, chunk=chunk, shuffle=config.shuffle, num_devices=ndev,
+                rule=None if rule is None else (rule.draw, "c"), mode="values",
+                points=0 if pb == 1 else pb, width=block_width(n))
             for b0 in range(0, len(members), pb):
                 batch = members[b0:b0 + pb]
                 padded = batch + [batch[-1]] * (pb - len(batch))
-                stacked = jax.tree_util.tree_map(
-                    lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]),
-                    *[mechs[i] for i in padded])
-                seeds = jnp.asarray([points[i].seed(config) for i in padded], jnp.uint32)
-                thr = jnp.asarray([_threshold(config, scores_np, points[i].c) for i in padded],
-                                  dtype)
-                cs = jnp.asarray([points[i].c for i in padded], jnp.int32)
-                prepared = _prepared(config, [mechs[i] for i in padded],
-                                     [points[i].c for i in padded], dtype)
+                thr = [_threshold(config, scores_np, points[i].c) for i in padded]
+                # a per-trial rule draws each trial's threshold, added to zeros
+                base_t = np.zeros((len(padded), n)) if rule is not None else \
+                    np.repeat(np.asarray(thr, np.float64)[:, None], n, axis=1)
+                extra = {"c": jnp.asarray([points[i].c for i in padded], jnp.int32),
+                         "threshold": jnp.asarray(np.nan_to_num(thr), dtype),
+                         "prepared": _prepared(config, [mechs[i] for i in padded],
+                                               [points[i].c for i in padded], dtype)}
+                roots = [seed_key(points[i].seed(config)) for i in padded]
+                if pb == 1:
+                    args = (mechs[padded[0]], jnp.asarray(base_t[0], dtype), roots[0],
+                            jax.tree_util.tree_map(lambda x: x[0], extra))
+                else:
+                    args = (jax.tree_util.tree_map(
+                        lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]),
+                        *[mechs[i] for i in padded]), jnp.asarray(base_t, dtype),
+                        jnp.stack(roots), extra)
                 stats = _Stats((pb, len(config.metrics)))
                 kept = []  # per-trial values, only for quantiles
                 t0 = time.perf_counter()
                 for s in range(0, config.trials, chunk):
-                    vals = np.asarray(jax.device_get(kernel(stacked, seeds, thr, cs, prepared,
-                                                            scores, jnp.int32(s))))
+                    vals = run(args[0], scores, args[1], args[2], jnp.int32(s),
+                               config.trials, reducer, args[3])
+                    vals = np.asarray(jax.device_get(vals))
+                    if pb == 1:
+                        vals = vals[None]
                     stats.add_blocks(vals, min(chunk, config.trials - s))
                     if config.quantiles:
                         kept.append(np.asarray(vals, np.float64)[..., :config.trials - s])
@@ -1181,6 +1498,9 @@ def run(config: Any, out: Optional[str | os.PathLike] = None, *, resume: bool = 
                     if outdir is not None:
                         _write_json(_point_record_path(outdir, ids[i]), rec)
                     computed += 1
+    except KeyboardInterrupt:
+        saved = sum(1 for pid in ids if pid in records) if outdir is not None else 0
+        raise SweepInterrupted(saved, len(points), outdir) from None
     finally:
         bar.close()
     compiles = {k: v - traces_before.get(k, 0) for k, v in TRACES.items()
@@ -1281,13 +1601,14 @@ def _fmt(v: Any) -> str:
 def _write_outputs(config, rows, outdir: pathlib.Path, info: dict) -> list[str]:
     fields = list(rows[0]) if rows else _CSV_FIXED + _CSV_STATS
     csv_path = outdir / "results.csv"
-    tmp = csv_path.with_name(".results.csv.tmp")
-    with open(tmp, "w", newline="", encoding="utf-8") as f:
+
+    def write_csv(f):
         w = csv.writer(f, lineterminator="\n")
         w.writerow(fields)
         for r in rows:
             w.writerow([_fmt(r.get(k, "")) for k in fields])
-    os.replace(tmp, csv_path)
+
+    _atomic_write(csv_path, write_csv)
     files = [str(csv_path)]
     try:
         import pyarrow as pa
@@ -1296,7 +1617,8 @@ def _write_outputs(config, rows, outdir: pathlib.Path, info: dict) -> list[str]:
         numeric = _NUMERIC | {_quantile_column(q) for q in config.quantiles}
         table = pa.Table.from_pylist([{k: (str(v) if k not in numeric else v)
                                        for k, v in r.items()} for r in rows])
-        pq.write_table(table, outdir / "results.parquet")
+        _atomic_write(outdir / "results.parquet", lambda tmp: pq.write_table(table, tmp),
+                      to_path=True)
         files.append(str(outdir / "results.parquet"))
     except ImportError:
         pass

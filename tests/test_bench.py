@@ -1,147 +1,264 @@
-"""The benchmark harness: ``svtjax bench --quick`` in-process, its JSON schema and RESULTS.md."""
+"""The benchmark harness (``benchmarks/``): record schema, baselines' law, renderer, CLI entry.
 
+Kept cheap: one small harness run (one compiled simulate: the count-only reducer) shared by the
+schema, law and renderer tests; the numba loop compiles once (cached on disk).
+"""
+
+import ast
 import importlib.util
 import json
+import os
+import pathlib
 
 import numpy as np
 import pytest
 
-from svtjax import bench
+from benchmarks import baselines, harness, render, timing, workload
 
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None
+N, TRIALS = 1_000, 512
+ENGINES = ("svtjax-count", "numba", "numba-count", "numpy-vectorized", "rng-floor")
+
+
+def test_package_imports_no_numba_and_reads_no_proc():
+    """The library holds no timing tools (issue 16 item 4): no module of svtjax/ imports numba
+    or names a /proc path, and svtjax.bench is gone."""
+    offenders = []
+    for path in sorted((ROOT / "svtjax").rglob("*.py")):
+        source = path.read_text()
+        tree = ast.parse(source)
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Constant) and node.value == "numba":
+                names = ["numba"]  # importlib.import_module("numba") and the like
+            offenders += [f"{path}: imports {n}" for n in names if n.split(".")[0] == "numba"]
+        if "/proc" in source:
+            offenders.append(f"{path}: mentions /proc")
+    assert not offenders, offenders
+    assert not (ROOT / "svtjax" / "bench.py").exists()
 
 
 @pytest.fixture(scope="module")
-def quick_record(tmp_path_factory):
+def record(tmp_path_factory):
     out = tmp_path_factory.mktemp("bench")
-    assert bench.main(["--quick", "--out", str(out), "--quiet", "--machine", "test-box"]) == 0
+    argv = ["--quick", "--size", f"{N}x{TRIALS}", "--mode", "fixed", "--repeats", "2",
+            "--no-mechanisms", "--floor-impl", "threefry2x32", "--floor-max-draws", "4096",
+            "--out", str(out), "--quiet", "--machine", "test box"]
+    for engine in ENGINES:
+        argv += ["--engine", engine]
+    assert harness.main(argv) == 0
     files = sorted(out.glob("*.json"))
     assert len(files) == 1 and files[0].name.startswith("test-box-")
     with open(files[0]) as f:
         return json.load(f), out
 
 
-def test_quick_record_schema(quick_record):
-    rec, _ = quick_record
-    assert rec["schema"] == bench.SCHEMA
+def test_record_schema(record):
+    rec, _ = record
+    assert rec["schema"] == harness.SCHEMA
     for key in ("created", "machine", "device", "versions", "source", "config", "load_average",
-                "results", "headline", "compile_cache", "memory", "wall_s"):
+                "results", "headline", "rng_floors", "compile_cache", "memory", "wall_s",
+                "pool", "allocator_tuned"):
         assert key in rec, key
-    for key in ("cpu_model", "logical_cores", "memory_gib", "machine_id"):
+    for key in ("cpu_model", "logical_cores", "usable_cores", "memory_gib", "machine_id"):
         assert rec["machine"][key] not in (None, ""), key
-    for key in ("python", "jax", "jaxlib", "numpy", "numba"):
+    for key in ("python", "jax", "jaxlib", "numpy", "numba", "svtjax"):
         assert key in rec["versions"], key
     assert rec["device"]["backend"] and rec["device"]["count"] >= 1
-    assert rec["config"]["quick"] and rec["config"]["suite"] == "quick"
+    assert rec["config"]["suite"] == "quick" and rec["config"]["engines"] == list(ENGINES)
+    assert rec["config"]["workload"]["baseline_scales"]["query"] > 0
     assert len(rec["load_average"]["start"]) == 3
+    assert rec["compile_cache"]["status"] == rec["memory"]["status"] == "skipped"
 
 
-def test_quick_results_positive(quick_record):
-    rec, _ = quick_record
-    ok = [r for r in rec["results"] if r["status"] == "ok"]
-    engines = {r["engine"] for r in ok}
-    assert {"svtjax", "svtjax-reduce", "numpy-reference", "numpy-vectorized",
-            "rng-floor"} <= engines
-    for r in ok:
-        assert r["throughput"] > 0 and r["median_s"] > 0, r
-        assert len(r["times_s"]) == rec["config"]["repeats"]
-        assert 0 < r["evaluated_fraction"] <= 1, r
-    for r in (x for x in ok if x["engine"] == "svtjax"):
-        assert r["compile_s"] >= 0 and r["first_call_s"] > 0
-        assert r["tops_per_trial"] <= rec["config"]["c"]
-    ref = [r for r in ok if r["engine"] == "numpy-reference"]
-    assert ref and all(r["extrapolated"]["timed_trials"] >= 1 for r in ref)
+def test_rows_keep_every_sample(record):
+    rec, _ = record
+    rows = {r["engine"]: r for r in rec["results"]}
+    expected = set(ENGINES) if HAVE_NUMBA else {"svtjax-count", "numpy-vectorized", "rng-floor"}
+    assert {e for e, r in rows.items() if r["status"] == "ok"} == expected
+    for r in rows.values():
+        if r["status"] != "ok":
+            assert "numba" in r["reason"]
+            continue
+        assert (r["n"], r["trials"], r["mode"], r["table"]) == (N, TRIALS, "fixed", "headline")
+        assert len(r["times_s"]) == 2 and len(r["warmup_times_s"]) == 1
+        assert r["interleaved_rounds"] == 2 and r["median_s"] == np.median(r["times_s"])
+        assert r["throughput"] > 0 and r["first_call_s"] > 0
+        if r["engine"] != "rng-floor":
+            assert 0 < r["evaluated_fraction"] <= 1
+            assert r["throughput"] == pytest.approx(N * TRIALS / r["median_s"])
+    floor = rows["rng-floor"]
+    assert floor["throughput"] == pytest.approx(floor["draws"] / floor["median_s"])
+    table = rec["rng_floors"]
+    assert {(f["dist"], f["form"]) for f in table} == {
+        (d, f) for d in ("laplace", "bits") for f in ("array", "block")}
+    assert all(f["status"] == "ok" and f["rate"] > 0 and f["draws"] >= 4096 - 64 for f in table)
 
 
-def test_numba_present_or_skipped(quick_record):
-    rec, _ = quick_record
-    rows = [r for r in rec["results"] if r["engine"] in ("numba", "numba-parallel",
-                                                          "numba-count")]
-    assert len(rows) == 3 * len(rec["config"]["modes"])
-    for r in rows:
-        if HAVE_NUMBA:
-            assert r["status"] == "ok" and r["throughput"] > 0
-        else:
-            assert r["status"] == "skipped" and "numba" in r["reason"]
+def test_headline_summary(record):
+    rec, _ = record
+    (h,) = rec["headline"]
+    assert h == harness.headline(rec)[0]  # recomputed alike from the rows (RESULTS.md does)
+    count = next(r for r in rec["results"] if r["engine"] == "svtjax-count")
+    floor = next(r for r in rec["results"] if r["engine"] == "rng-floor")
+    assert (h["n"], h["trials"], h["mode"]) == (N, TRIALS, "fixed")
+    assert h["rng_floor_rate"] == floor["throughput"]
+    assert h["ratio_to_physical_limit"]["svtjax-count"] == pytest.approx(
+        count["evaluated_rate"] / floor["throughput"])
+    assert h["physical_limit"] == pytest.approx(floor["throughput"] / count["evaluated_fraction"])
+    block = next(f for f in rec["rng_floors"] if (f["dist"], f["form"]) == ("laplace", "block"))
+    assert h["ratio_to_block_keyed_limit"]["svtjax-count"] == pytest.approx(
+        count["evaluated_rate"] / block["rate"])
+    assert h["throughput_of"]["svtjax"] is None and h["ratio"]["svtjax/numba"] is None
+    if HAVE_NUMBA:
+        numba = next(r for r in rec["results"] if r["engine"] == "numba-count")
+        assert h["ratio"]["svtjax-count/numba-count"] == pytest.approx(
+            count["throughput"] / numba["throughput"])
 
 
-def test_headline_ratios(quick_record):
-    rec, _ = quick_record
-    assert {(h["mode"]) for h in rec["headline"]} == set(rec["config"]["modes"])
-    for h in rec["headline"]:
-        assert h["ratio"]["numpy-reference"] > 0 and h["ratio"]["numpy-vectorized"] > 0
-        assert h["ratio_to_physical_limit"] > 0 and h["rng_floor_throughput"] > 0
-        red, ref = h["throughput_of"]["svtjax-reduce"], h["throughput_of"]["numpy-reference"]
-        assert h["reduce_ratio_to_numpy_reference"] == pytest.approx(red / ref)
-        if HAVE_NUMBA:
-            assert h["ratio"]["numba"] > 0 and h["reduce_ratio_to_numba_count"] > 0
+@pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
+def test_baselines_and_svtjax_share_the_law(record):
+    """The numba loop (scales written from Lyu'17 Alg. 7), numpy and svtjax sample the same
+    halting position: two-sample z-test of each engine's mean halt over the record's 512 trials
+    against 4,000 trials of the numba loop (another seed), |z| < 4.5: a correct implementation
+    fails with probability < 1e-5 per comparison (3 comparisons); a 10% error in the
+    query-noise scale moves the mean halt by about 6 standard errors at these sizes."""
+    rec, _ = record
+    q, threshold = workload.zipf_workload(N)
+    rho, nu = workload.svt_s_scales()
+    ref = 4_000
+    _, halts, _ = baselines.run_numba(q, threshold, rho, nu, workload.C, ref, False, 12345)
+    se = halts.std() * np.sqrt(1 / TRIALS + 1 / ref)
+    for r in rec["results"]:
+        if r["engine"] in ("svtjax-count", "numba-count", "numpy-vectorized"):
+            z = (r["evaluated"] / TRIALS - halts.mean()) / se
+            assert abs(z) < 4.5, (r["engine"], r["evaluated"] / TRIALS, halts.mean(), se)
 
 
-def test_subprocess_checks(quick_record):
-    rec, _ = quick_record
-    cc = rec["compile_cache"]
-    assert cc["status"] == "ok", cc
-    assert cc["cache_entries"] > 0
-    assert cc["cold_first_call_s"] > 0 and cc["cached_first_call_s"] > 0
-    mem = rec["memory"]
-    assert mem["status"] == "ok"
-    assert [r["chunk"] for r in mem["chunks"]] == list(rec["config"]["memory_chunks"])
-    for r in mem["chunks"]:
-        assert r["status"] == "ok", r
-        assert r["peak_rss_mib"] >= r["peak_after_one_chunk_mib"] > 0
-        assert r["bounded_by_chunk"], r
-        assert r["tops_per_trial"] <= rec["config"]["c"]
-
-
-def test_results_md_from_records(quick_record, tmp_path):
-    rec, out = quick_record
+def test_results_md_from_records(record, tmp_path):
+    rec, out = record
     md = tmp_path / "RESULTS.md"
-    bench.write_results_md(out, md)  # quick records are not "full": none listed
+    render.write_results_md(out, md)  # quick records are not "full": none listed
     assert "No full benchmark records yet." in md.read_text()
-    bench.write_results_md(out, md, suites=("quick",))
+    render.write_results_md(out, md, suites=("quick",))
     text = md.read_text()
     assert "## test-box" in text and "Do not edit by hand" in text
-    head = rec["headline"][0]
-    assert bench._fmt_rate(head["throughput"]) in text  # numbers come from the JSON
+    assert "RNG floor under each JAX generator" in text
+    count = next(r for r in rec["results"] if r["engine"] == "svtjax-count")
+    assert render.fmt_rate(count["throughput"]) in text  # numbers come from the JSON
 
 
-def test_numba_skipped_when_unavailable(monkeypatch):
+def test_results_md_renders_the_repository_records(tmp_path):
+    """Every committed record renders, schema-1 records with their sorted order named so."""
+    md = render.write_results_md(ROOT / "benchmarks" / "results", tmp_path / "RESULTS.md")
+    text = md.read_text()
+    assert "## glibc allocator tuning" in text and "## svtjax reproduce all" in text
+    v1 = [r for r in render.load_records(ROOT / "benchmarks" / "results")
+          if r["schema"] == "svtjax-bench/1"]
+    if v1:
+        assert "schema `svtjax-bench/1`" in text and "| sorted |" in text
+
+
+@pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_baselines_halt_at_c(shuffle):
+    q, threshold = workload.zipf_workload(300, 5)
+    outs = [baselines.run_numba(q, threshold, 2.0, 20.0, 5, 60, shuffle, 1),
+            baselines.numpy_vectorized(q, threshold, 2.0, 20.0, 5, 60, shuffle, 1)]
+    for picks, halts, total in outs:
+        assert picks.shape == (60, 5) and halts.shape == (60,) and total == halts.sum()
+        tops = (picks >= 0).sum(axis=1)
+        assert np.all((tops == 5) | (halts == 300)) and np.all(halts >= tops)
+        for row, k in zip(picks, tops):
+            assert np.all(row[k:] == -1) and len(set(row[:k].tolist())) == k
+            assert np.all((row[:k] >= 0) & (row[:k] < 300))
+        if not shuffle:  # stream order is item order: picks increase, the last one at the halt
+            assert all(np.all(np.diff(row[:k]) > 0) for row, k in zip(picks, tops))
+            halted = tops == 5
+            np.testing.assert_array_equal(picks[halted, 4] + 1, halts[halted])
+
+
+@pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
+def test_pool_chunks_are_the_serial_loop():
+    """Chunk i of the pool runs the serial loop seeded seed + i on its share of the trials."""
+    q, threshold = workload.zipf_workload(300, 5)
+    with baselines.NumbaPool(2) as pool:
+        picks, halts, total = pool.run(q, threshold, 2.0, 20.0, 5, 31, True, 7)
+    sizes = baselines.split_trials(31, 2)
+    assert sizes == [15, 16] and picks.shape == (31, 5) and total == halts.sum()
+    start = 0
+    for i, size in enumerate(sizes):
+        p, h, _ = baselines.run_numba(q, threshold, 2.0, 20.0, 5, size, True, 7 + i)
+        np.testing.assert_array_equal(picks[start:start + size], p)
+        np.testing.assert_array_equal(halts[start:start + size], h)
+        start += size
+
+
+def test_numba_missing_makes_skipped_rows(monkeypatch):
     def unavailable():
         raise ImportError("No module named 'numba'")
 
-    monkeypatch.setattr(bench, "numba_kernels", unavailable)
+    monkeypatch.setattr(baselines, "numba_kernel", unavailable)
+    q, threshold = workload.zipf_workload(100, 5)
+    cfg = harness.quick_config(c=5, numpy=False)
+    engines = harness._baseline_engines(cfg, q, threshold, 10, False, None)
+    assert set(engines) == {"numba", "numba-count", "numba-pool"}
+    for fn in engines.values():
+        row = fn(1)
+        assert row["status"] == "skipped" and "numba is not importable" in row["reason"]
+
+
+def test_metric_reducer_matches_numpy():
+    """MetricReducer's per-trial F1, SER and halt equal a numpy computation on the same
+    Outcomes (hand-made: the reducer reads answers and items only)."""
+    import jax
+    import jax.numpy as jnp
+
     import svtjax
 
-    mech = svtjax.get("svt-s", **bench.mechanism_params("svt-s", 0.5, 5))
-    q, T = bench.zipf_workload(100, 5)
-    row = bench.time_numba(mech, q, T, 10, False, 1, 0, parallel=False)
-    assert row["status"] == "skipped" and "numba is not importable" in row["reason"]
+    scores = np.array([9.0, 1.0, 8.0, 2.0, 7.0, 3.0], np.float32)
+    answers = np.array([[0, 1, 1, -1, -1, -1], [1, 0, 0, 1, 0, 0], [0, 0, 0, 0, 0, 0]], np.int8)
+    items = np.array([[1, 0, 2, -1, -1, -1], [4, 3, 5, 2, 0, 1], [0, 1, 2, 3, 4, 5]], np.int32)
+    out = svtjax.Outcome(answers=jnp.asarray(answers), items=jnp.asarray(items),
+                         values=jnp.full(answers.shape, jnp.nan, jnp.float32),
+                         cost=jnp.zeros(answers.shape, jnp.float32))
+    f1, ser, halts = jax.jit(lambda s, o: workload.MetricReducer(2)(s, o))(scores, out)
+    picks = np.array([[0, 2], [4, 2], [-1, -1]])
+    for t in range(3):
+        want_f1, want_ser = workload.selection_metrics(picks[t:t + 1], scores, 2)
+        assert float(f1[t]) == pytest.approx(want_f1, abs=1e-6)
+        assert float(ser[t]) == pytest.approx(want_ser, abs=1e-6)
+    np.testing.assert_array_equal(np.asarray(halts), [3, 6, 6])
+    assert workload.selection_metrics(picks, scores, 2)[0] == pytest.approx((1 + 0.5 + 0) / 3)
 
 
-@pytest.mark.parametrize("shuffle", [False, True])
-def test_baselines_halt_at_c(shuffle):
-    q, T = bench.zipf_workload(300, 5)
-    n = q.shape[0]
-    outs = [bench.numpy_vectorized(q, T, 2.0, 20.0, 5, 50, shuffle, seed=1)]
-    if HAVE_NUMBA:
-        serial, _ = bench.numba_kernels()
-        outs.append(bench.run_numba(serial, q, T, 2.0, 20.0, 5, 50, shuffle, 1))
-    for answers, items, evaluated in outs:
-        assert answers.shape == (50, n)
-        reached = (answers >= 0).sum(axis=1)
-        assert evaluated == reached.sum()
-        # evaluated positions form a prefix; a trial that stops early stops at its 5th ⊤
-        assert np.all((answers >= 0) == (np.arange(n) < reached[:, None]))
-        tops = (answers == 1).sum(axis=1)
-        assert np.all(tops <= 5) and np.all((tops == 5) | (reached == n))
-        for row, it, r in zip(answers, items, reached):
-            assert np.all(it[r:] == -1)
-            if shuffle:
-                assert len(set(it[:r].tolist())) == r  # distinct items
-            else:
-                np.testing.assert_array_equal(it[:r], np.arange(r))
-            if r < n:
-                assert row[r - 1] == 1
+def test_workload_orders():
+    q, threshold = workload.zipf_workload(1000)
+    sorted_q, same_threshold = workload.zipf_workload(1000, order="sorted")
+    assert threshold == same_threshold == pytest.approx((10_000 / 50 + 10_000 / 51) / 2)
+    assert np.all(np.diff(sorted_q) < 0) and not np.all(np.diff(q) < 0)
+    np.testing.assert_array_equal(np.sort(q), np.sort(sorted_q))
+    np.testing.assert_array_equal(q, workload.zipf_workload(1000)[0])  # one fixed order
+    rho, nu = workload.svt_s_scales(0.5, 50)
+    eps1 = 0.5 / (1 + 50 ** (2 / 3))
+    assert rho == pytest.approx(1 / eps1) and nu == pytest.approx(50 / (0.5 - eps1))
+    with pytest.raises(ValueError, match="n > c"):
+        workload.zipf_workload(50)
+
+
+def test_mechanism_params_use_the_hook(monkeypatch):
+    import svtjax
+
+    cls = type(svtjax.get("svt-s", epsilon=1.0, c=3))
+    monkeypatch.setattr(cls, "example_params", classmethod(
+        lambda cls, *, epsilon, c, n: {"epsilon": epsilon, "c": c, "eps3": 0.1}), raising=False)
+    assert workload.mechanism_params("svt-s", epsilon=0.5, c=7, n=100) == {
+        "epsilon": 0.5, "c": 7, "eps3": 0.1}
 
 
 def test_interleaved_rounds_alternate_engines():
@@ -162,7 +279,7 @@ def test_interleaved_rounds_alternate_engines():
         calls.append("broken")
         raise RuntimeError("no device")
 
-    rows = bench._interleaved({"a": engine("a", [9.0, 3.0, 1.0, 2.0]), "broken": broken,
+    rows = timing.interleaved({"a": engine("a", [9.0, 3.0, 1.0, 2.0]), "broken": broken,
                                "b": engine("b", [9.0, 0.5, 0.7, 0.6])}, rounds=3)
     assert calls == ["a", "broken", "b"] + ["a", "b"] * 3
     assert rows["a"]["warmup_times_s"] == [9.0]
@@ -171,3 +288,39 @@ def test_interleaved_rounds_alternate_engines():
     assert rows["a"]["compile_s"] == 3.0  # first call minus the median
     assert rows["broken"]["status"] == "skipped"
     assert "RuntimeError: no device" in rows["broken"]["reason"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--size", "10x"], "a size is NxTRIALS"),
+    (["--size", "40x10"], "n must exceed c"),
+    (["--only", "no-such-mechanism"], "unknown mechanism"),
+    (["--repeats", "0"], "integer >= 1"),
+    (["--engine", "fortran"], "invalid choice"),
+])
+def test_bad_options_exit_2_with_one_line(argv, message, capsys):
+    assert harness.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("svtjax bench: error:") and message in err
+
+
+def test_cli_bench_without_a_checkout_says_what_to_do(monkeypatch, tmp_path, capsys):
+    from svtjax import cli
+
+    monkeypatch.setenv("SVTJAX_NO_CACHE", "1")
+    monkeypatch.setenv("SVTJAX_BENCHMARKS", str(tmp_path))
+    assert cli.main(["bench", "--help"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "SVTJAX_BENCHMARKS" in err and "checkout" in err
+
+
+def test_cli_bench_finds_the_checkout(monkeypatch, capsys):
+    from svtjax import cli
+
+    monkeypatch.setenv("SVTJAX_NO_CACHE", "1")
+    monkeypatch.delenv("SVTJAX_BENCHMARKS", raising=False)
+    monkeypatch.chdir(ROOT)
+    assert cli.main(["bench", "--size", "bad"]) == 2  # the harness parsed it: it was found
+    assert "a size is NxTRIALS" in capsys.readouterr().err
+    monkeypatch.setenv("SVTJAX_BENCHMARKS", os.fspath(ROOT / "benchmarks"))
+    assert cli.main(["bench", "--repeats", "0"]) == 2
+    assert "integer >= 1" in capsys.readouterr().err

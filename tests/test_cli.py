@@ -1,15 +1,19 @@
 """The ``svtjax`` console entry point, run as a subprocess as a user would."""
 
+import importlib
 import json
 import os
 import pathlib
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 
 import pytest
 
 from svtjax import cli
+from tests.stand_ins import no_kernels, run_cli
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 EXE = [shutil.which("svtjax")] if shutil.which("svtjax") else [sys.executable, "-m", "svtjax.cli"]
@@ -122,3 +126,177 @@ def test_help_lists_every_subcommand():
     assert res.returncode == 0
     for command in ("list", "simulate", "sweep", "reproduce", "audit", "bench"):
         assert command in res.stdout
+
+
+# -- issue 20: no traceback, one line, exit 2; Ctrl-C; output hygiene ---------------------------
+
+def _tiny(tmp_path, text=TINY):
+    cfg = tmp_path / "tiny.toml"
+    cfg.write_text(text)
+    return str(cfg)
+
+
+def _no_chunk(*args, **kwargs):
+    raise AssertionError("the sweep ran although the command should have been refused")
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["sweep", "{cfg}", "--out", "/proc/forbidden"],
+     "cannot create the output directory '/proc/forbidden'"),
+    (["sweep", "{cfg}", "--out", "{file}"], "is an existing file, not a directory"),
+    (["reproduce", "lyu2017", "--quick", "--out", "/proc/nope"],
+     "--out /proc/nope: cannot create the directory"),
+    (["reproduce", "lyu2017", "--quick", "--trials", "0"], "--trials must be an integer from 1"),
+    (["simulate", "--seed", str(2**70)], "--seed must be an integer in [0, 2**64)"),
+    (["simulate", "--seed", "-1"], "--seed must be an integer in [0, 2**64)"),
+    (["sweep", "{cfg}", "--seed", str(2**64), "--out", "{out}"], "--seed must be an integer"),
+    (["simulate", "--trials", "0"], "--trials must be an integer from 1"),
+    (["simulate", "--c", "0"], "--c must be an integer from 1"),
+    (["simulate", "-e", "0.5", "-e", "0.5"], "--epsilon 0.5 is given more than once"),
+    (["simulate", "-m", "svt_s"], "unknown mechanism 'svt_s' (did you mean 'svt-s'?)"),
+    (["simulate", "-m", "SVT-S"], "(did you mean 'svt-s'?)"),
+    (["simulate", "-d", "Zipff"], "unknown dataset 'Zipff' (did you mean 'zipf'?)"),
+    (["simulate", "-m", "svt-s:monotonc=true"], "(did you mean 'monotonic'?)"),
+    (["simulate", "--trials", "abc"], "invalid int value: 'abc'"),
+    (["sweep", "{cfg}", "--x", "epsilonn", "--out", "{out}"],
+     "the plot's x 'epsilonn' is not a parameter of this sweep (did you mean 'epsilon'?)"),
+    (["sweep", "{cfg}", "--y", "F1", "--out", "{out}"],
+     "the plot's y 'F1' is not a metric of this sweep (did you mean 'f1'?)"),
+    (["sweep", "{cfg}", "--no-plot", "--x", "c", "--out", "{out}"], "no effect with --no-plot"),
+    (["sweep", "{cfg}", "--num-devices", "64", "--out", "{out}"], "--num-devices must be at most"),
+    (["reproduce", "lyu2018"], "unknown experiment 'lyu2018' (did you mean 'lyu2017'?)"),
+    ([], "the following arguments are required"),
+], ids=lambda v: " ".join(v) if isinstance(v, list) else None)
+def test_user_errors_are_one_line_with_exit_status_2(argv, needle, tmp_path, monkeypatch):
+    """Issue 20, items 1, 7, 8, 9: each of these printed a traceback (exit 1), ran anyway
+    (--trials 0, --seed 2**70), or failed only after the whole sweep (--x, --y). Now: exit 2,
+    one line on stderr, nothing on stdout (no header before the check), no sweep run."""
+    afile = tmp_path / "a-file"
+    afile.write_text("x")
+    fill = {"cfg": _tiny(tmp_path), "file": str(afile), "out": str(tmp_path / "out")}
+    argv = [a.format(**fill) for a in argv]
+    monkeypatch.setenv("SVTJAX_NO_CACHE", "1")
+    monkeypatch.setattr(importlib.import_module("svtjax.simulate"), "run_chunk", _no_chunk)
+    code, out, err = run_cli(argv)
+    assert code == 2 and needle in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert out == ""
+    assert not (tmp_path / "out" / "points").exists()
+
+
+@pytest.mark.parametrize("error", [
+    OverflowError("cannot convert float infinity to integer"),
+    OSError(13, "Permission denied", "/proc/x"),
+    ValueError("seconds must be a positive number;\ngot inf"),
+    KeyError("nope"),
+    ZeroDivisionError("float division by zero"),
+])
+def test_user_errors_escaping_the_audit_are_one_line(error, monkeypatch):
+    """``svtjax audit svt-s --epsilon 1 --seconds inf`` printed an OverflowError traceback: any
+    user error (ValueError, TypeError, LookupError, ArithmeticError, OSError) escaping
+    ``svtjax.audit.main`` is one line and exit 2."""
+    audit = importlib.import_module("svtjax.audit")
+
+    def main(argv):
+        assert argv == ["svt-s", "--epsilon", "1", "--seconds", "inf"]
+        raise error
+
+    monkeypatch.setattr(audit, "main", main)
+    code, out, err = run_cli(["audit", "svt-s", "--epsilon", "1", "--seconds", "inf"])
+    assert code == 2 and err.startswith("svtjax audit: error: ") and err.count("\n") == 1, err
+    assert out == ""
+
+
+def test_ctrl_c_is_one_line_and_exit_130(monkeypatch):
+    audit = importlib.import_module("svtjax.audit")
+    monkeypatch.setattr(audit, "main", lambda argv: (_ for _ in ()).throw(KeyboardInterrupt))
+    code, out, err = run_cli(["audit", "svt-s"])
+    assert (code, out, err) == (130, "", "svtjax audit: interrupted\n")
+
+
+def test_ctrl_c_during_a_sweep_says_what_is_saved_and_how_to_resume(tmp_path, monkeypatch):
+    """Ctrl-C after the first of two points: exit 130 and one line with the number of points
+    saved and the command that resumes; the rerun reuses the saved point."""
+    from svtjax import sweep
+
+    cfg, out = _tiny(tmp_path), tmp_path / "out"
+    calls = []
+
+    def update(self, amount, what, _update=sweep._Progress.update):
+        calls.append(what)
+        if len(calls) == 2:  # the second point's chunk: the first point is saved
+            raise KeyboardInterrupt
+        _update(self, amount, what)
+
+    with pytest.MonkeyPatch.context() as mp, no_kernels(mp):
+        mp.setattr(sweep._Progress, "update", update)
+        code, stdout, err = run_cli(["sweep", cfg, "--out", str(out), "--no-plot",
+                                     "--no-progress"])
+    assert code == 130 and "Traceback" not in err, err
+    last = err.strip().splitlines()[-1]
+    assert last == (f"svtjax sweep: interrupted; 1 of 2 point(s) are saved in {out / 'points'}; "
+                    f"resume with: svtjax sweep {cfg} --out {out}"), last
+    assert not any(line.startswith("svtjax") for line in err.strip().splitlines()[1:-1])
+    with no_kernels(monkeypatch):
+        code, stdout, err = run_cli(["sweep", cfg, "--out", str(out), "--no-plot"])
+    assert code == 0 and "1 point(s) computed, 1 reused" in stdout, err
+
+
+def test_sigint_during_a_real_sweep_process(tmp_path):
+    """A real SIGINT (Ctrl-C) to a running ``svtjax sweep`` process: exit 130, no traceback, the
+    resume line. A plugin replaces the compiled chunk by a slow stand-in, so the process spends
+    its time in the sweep loop, not compiling."""
+    plugin = tmp_path / "slow_chunk.py"
+    plugin.write_text(
+        "import importlib, time\n"
+        "from tests.stand_ins import stand_in_chunk\n"
+        "def slow(*args, **kwargs):\n"
+        "    time.sleep(0.5)\n"
+        "    return stand_in_chunk(*args, **kwargs)\n"
+        "importlib.import_module('svtjax.simulate').run_chunk = slow\n")
+    cfg = _tiny(tmp_path, TINY.replace("epsilon = [0.5, 2.0]",
+                                       "epsilon = [0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 2.0, 3.0]"))
+    out = tmp_path / "out"
+    proc = subprocess.Popen(EXE + ["--plugin", str(plugin), "sweep", cfg, "--out", str(out),
+                                   "--no-plot", "--no-progress"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(ENV, SVTJAX_NO_CACHE="1"), cwd=ROOT)
+    watchdog = threading.Timer(300, proc.kill)  # never hang the suite
+    watchdog.start()
+    seen = []
+    for line in proc.stderr:  # wait for the second progress line: a point is saved
+        seen.append(line)
+        if line.startswith("[sweep]") and sum(x.startswith("[sweep]") for x in seen) == 2:
+            break
+    proc.send_signal(signal.SIGINT)
+    stdout, rest = proc.communicate(timeout=300)
+    watchdog.cancel()
+    err = "".join(seen) + rest
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("svtjax sweep: interrupted; ") and "of 8 point(s) are saved" in last
+    assert f"resume with: svtjax sweep {cfg} --out {out}" in last
+    assert stdout == ""
+
+
+def test_progress_goes_to_stderr_and_the_table_to_stdout(tmp_path, monkeypatch):
+    """Issue 20, item 9: progress lines (and the sweep's header) on stderr, never mixed with the
+    table on stdout."""
+    with no_kernels(monkeypatch):
+        code, out, err = run_cli(["sweep", _tiny(tmp_path), "--out", str(tmp_path / "out"),
+                                  "--no-plot", "--no-progress"])
+    assert code == 0, err
+    assert "[sweep]" in err and "svtjax sweep tiny: 2 points" in err
+    assert "[sweep]" not in out and "svtjax sweep tiny" not in out
+    lines = out.strip().splitlines()
+    assert lines[0].split()[:3] == ["dataset", "label", "epsilon"]
+    assert lines[-2].startswith("2 point(s) computed") and lines[-1].startswith("wrote ")
+
+
+def test_duplicate_grid_values_are_refused(tmp_path, monkeypatch):
+    """Issue 20, item 8: ``epsilon = [0.5, 0.5]`` computed the point twice (duplicate rows)."""
+    cfg = _tiny(tmp_path, TINY.replace("epsilon = [0.5, 2.0]", "epsilon = [0.5, 0.5]"))
+    monkeypatch.setattr(importlib.import_module("svtjax.simulate"), "run_chunk", _no_chunk)
+    code, out, err = run_cli(["sweep", cfg, "--out", str(tmp_path / "out")])
+    assert code == 2 and "[grid] epsilon lists 0.5 more than once; give each value once" in err

@@ -49,6 +49,7 @@ from scipy import integrate, stats
 import svtjax
 from svtjax._pytree import pytree_dataclass
 from svtjax.mechanisms.classic import DPBook, LyuAlg1
+from svtjax.noise import Laplace
 
 ALPHA = 1e-4
 TRIALS = 100_000
@@ -390,17 +391,16 @@ def test_chi_square_pools_small_cells():
 class _HalfQueryNoiseAlg1(LyuAlg1):
     """Algorithm 1 with ν ~ Lap(2cΔ/ε) instead of Lap(4cΔ/ε): a mis-scaled kernel."""
 
-    def scales(self):
-        s = super().scales()
-        return s._replace(query=s.query / 2)
+    def query_noise(self):
+        return Laplace(super().query_noise().scale / 2)
 
 
 @pytree_dataclass
 class _NoRefreshDPBook(DPBook):
     """Algorithm 2 without line 5's fresh ρ after a ⊤."""
 
-    def spec(self):
-        return dataclasses.replace(super().spec(), resample=False)
+    def resamples(self):
+        return False
 
 
 @dataclasses.dataclass(frozen=True)

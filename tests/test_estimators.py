@@ -243,12 +243,12 @@ def test_lemma5_coverage_of_svt_gap_answers():
     eps, threshold = 0.7, 100.0
     q = threshold + 2000.0 + 10.0 * np.arange(_SVT_N)
     mech = svtjax.get("svt-gap", epsilon=eps, c=_SVT_N, monotonic=True)
-    sc = mech.scales()
+    sc = {name: float(noise.scale) for name, noise in mech.noises().items()}
     out = svtjax.simulate(mech, q, threshold, trials=_SVT_TRIALS, seed=31)
     assert np.all(np.asarray(out.answers) == 1)
     items = np.asarray(out.items)
     lcb = E.lower_confidence_bound(np.asarray(out.values), threshold,
-                                   1 / float(sc.threshold), 1 / float(sc.query), 0.95)
+                                   1 / sc["threshold"], 1 / sc["query"], 0.95)
     per_run = np.mean(q[items] >= lcb, axis=1)
     covered, se = per_run.mean(), per_run.std(ddof=1) / np.sqrt(per_run.size)
     assert abs(covered - 0.95) <= Z * se, f"coverage {covered:.5f}, expected 0.95 ± {Z * se:.5f}"

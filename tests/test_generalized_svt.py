@@ -326,11 +326,12 @@ def test_stagewise_is_theorem12_or_rdp_composition():
 def test_kernel_uses_the_noise_it_claims():
     m = svtjax.get("stagewise-svt", c=5, c_stage=2, k_max=7, threshold_noise=Gaussian(1.25),
                    query_noise=Laplace(0.5))
-    sc, spec = m.scales(), m.spec()
-    assert (float(sc.threshold), float(sc.query), int(sc.k_max), int(sc.c_stage)) == (
-        1.25, 0.5, 7, 2)
-    assert spec.threshold_noise is Gaussian and spec.query_noise is Laplace
-    assert spec.stagewise and spec.capped and not spec.resample
+    noises = m.noises()
+    assert (float(noises["threshold"].sigma), float(noises["query"].scale), int(m.k_max),
+            int(m.c_stage)) == (1.25, 0.5, 7, 2)
+    assert type(noises["threshold"]) is Gaussian and type(noises["query"]) is Laplace
+    assert noises["refresh"] == noises["threshold"]  # the stage's fresh threshold
+    assert m.cap() is None and not m.has_block() and not m.resample  # k_max caps each stage
 
 
 # -- errors and compilation ------------------------------------------------------------------
@@ -353,7 +354,7 @@ def test_input_errors():
 
 
 def test_no_retrace_across_noise_scales():
-    from svtjax.mechanisms.classic import _call_jit
+    from svtjax.mechanisms.rules import _call_jit
 
     q = np.zeros(100)
     key = jax.random.key(0)

@@ -10,7 +10,7 @@ Sources:
   Zhu & Wang (2020), Lemma 3 (RDP → (ε, δ)-DP) and Lemma 4 (ε-DP → RDP, the sinh bound).
 
 Where a mechanism's ε follows from Theorem 6 applied to its noise scales, the test also derives ε
-from the scales the kernel actually uses (``mech.scales()``): ρ = Lap(Δ/ε1), ν = Lap(2cΔ/ε2)
+from the scales the kernel actually uses (``mech.noises()``): ρ = Lap(Δ/ε1), ν = Lap(2cΔ/ε2)
 (Lap(cΔ/ε2) when monotonic), answers Lap(cΔ/ε3) — so a claim that does not match the noise fails.
 """
 
@@ -41,12 +41,12 @@ def _cites(statement: str, theorem: str) -> bool:
 
 def _theorem6_epsilon(mech, monotonic=False, eps3_released=False):
     """ε1 + ε2 (+ ε3) read off the noise scales the kernel uses (Lyu'17 Theorem 6 / 7)."""
-    s = mech.scales()
+    s = {name: float(noise.scale_value) for name, noise in mech.noises().items()}
     delta = float(mech.sensitivity)
     c = float(mech.c)
-    eps1 = delta / float(s.threshold)
-    eps2 = (1.0 if monotonic else 2.0) * c * delta / float(s.query)
-    eps3 = c * delta / float(s.answer) if eps3_released else 0.0
+    eps1 = delta / s["threshold"]
+    eps2 = (1.0 if monotonic else 2.0) * c * delta / s["query"]
+    eps3 = c * delta / s["answer"] if eps3_released else 0.0
     return eps1 + eps2 + eps3
 
 
@@ -102,9 +102,10 @@ def test_dpbook_is_eps_dp(eps, c):
     assert g.epsilon() == pytest.approx(eps, rel=1e-15)
     assert "Algorithm 2" in g.statement
     # c compositions of an (ε/c) AboveThreshold: ρ = Lap(2Δ/(ε/c)), ν = Lap(4Δ/(ε/c)).
-    s = mech.scales()
-    assert c * 2 * SENSITIVITY / float(s.threshold) == pytest.approx(eps, rel=1e-13)
-    assert c * 4 * SENSITIVITY / float(s.query) == pytest.approx(eps, rel=1e-13)
+    s = mech.noises()
+    assert c * 2 * SENSITIVITY / float(s["threshold"].scale) == pytest.approx(eps, rel=1e-13)
+    assert c * 4 * SENSITIVITY / float(s["query"].scale) == pytest.approx(eps, rel=1e-13)
+    assert s["refresh"] == s["threshold"]  # line 5: the redrawn ρ has the first one's law
 
 
 NOT_PRIVATE = [("roth11", "3", "Algorithm 3", True), ("stoddard", "4", "Algorithm 5", False),
@@ -379,10 +380,12 @@ def test_svt_retr_is_svt_s_on_the_retraversal_stream(monotonic, raise_by):
         assert "Theorem 6" in got.statement or monotonic
         assert "4.4" in got.statement
         # the threshold is raised by raise_by query-noise scales, nothing else changes
-        sc, sp = retr.scales(), plain.scales()
-        assert float(sc.shift) == pytest.approx(raise_by * float(sp.query), rel=1e-12)
-        assert float(sc.query) == pytest.approx(float(sp.query), rel=1e-12)
-        assert float(sc.threshold) == pytest.approx(float(sp.threshold), rel=1e-12)
+        sc, sp = retr.noises(), plain.noises()
+        assert float(retr.threshold_shift()) == pytest.approx(
+            raise_by * float(sp["query"].scale), rel=1e-12)
+        assert float(sc["query"].scale) == pytest.approx(float(sp["query"].scale), rel=1e-12)
+        assert float(sc["threshold"].scale) == pytest.approx(float(sp["threshold"].scale),
+                                                             rel=1e-12)
 
 
 def test_stoddard_and_chen_take_no_cutoff():

@@ -84,15 +84,15 @@ def test_sharded_over_four_cpu_devices_is_bit_identical(tmp_path):
 
 def test_sweep_of_20_epsilons_by_3_cutoffs_compiles_once():
     q = 50.0 / np.arange(1, 38)  # a shape no other test uses: the first call compiles
-    before = simulate_module._run_chunk._cache_size()
+    before = simulate_module.run_chunk._cache_size()
     for c in (1, 3, 5):  # c is a traced leaf, like epsilon
         for eps in np.linspace(0.1, 2.0, 20):
             mech = svtjax.get("svt-s", epsilon=float(eps), c=c, monotonic=True)
             svtjax.simulate(mech, q, 5.0, trials=20)
-    assert simulate_module._run_chunk._cache_size() - before == 1
+    assert simulate_module.run_chunk._cache_size() - before == 1
     # a structural change (monotonic) does compile again
     svtjax.simulate(svtjax.get("svt-s", epsilon=0.5, c=3), q, 5.0, trials=20)
-    assert simulate_module._run_chunk._cache_size() - before == 2
+    assert simulate_module.run_chunk._cache_size() - before == 2
 
 
 def test_vmap_over_a_stacked_batch_of_mechanisms():
@@ -155,7 +155,7 @@ def test_fisher_yates_kernels_match_the_reference_shuffle():
     permutations of 2**32 entries or more) give every trial the reference's order, block after
     block with the pending write carried across blocks; n = 100 makes swap partners collide
     within a block, n = 5 and 130 leave padded positions in the last block."""
-    from svtjax.mechanisms import _svt_engine as engine
+    from svtjax.mechanisms import _engine as engine
     from svtjax.mechanisms.base import BLOCK, block_order, num_blocks, stream_key, stream_order
 
     batch = 5
@@ -165,12 +165,12 @@ def test_fisher_yates_kernels_match_the_reference_shuffle():
         want = [svtjax.reference.stream_order(svtjax.Draws(threshold=0.0,
                                                            order=np.asarray(stream_order(k, n))),
                                               n) for k in skeys]
-        for kernel in (engine._fisher_yates_block, engine._fisher_yates_block_2d):
+        for kernel in (engine.fisher_yates_block, engine._fisher_yates_block_2d):
             fy = engine._shuffle_init(batch, nb * BLOCK)
             got = []
             for b in range(nb):
                 order = jnp.stack([block_order(k, b, n) for k in skeys])
-                fy, items = kernel(fy, order, b)
+                fy, items = kernel(fy, order, b * BLOCK)
                 got.append(np.asarray(items))
             got = np.concatenate(got, axis=1)[:, :n]
             np.testing.assert_array_equal(got, np.stack(want), err_msg=f"{kernel.__name__} n={n}")
@@ -182,7 +182,7 @@ def test_default_chunk_fits_the_platform_memory_budget():
     assert size(mech, 10_000, 1000, platform="cpu") == 1000  # fits 256 MiB: one chunk
     cpu = size(mech, 10_000, 100_000, platform="cpu")
     gpu = size(mech, 10_000, 100_000, platform="gpu")
-    per_trial = simulate_module._bytes_per_trial(mech, 10_000, 4, False)
+    per_trial = mech.working_bytes(10_000, 4, False)
     largest = simulate_module.MEMORY_BUDGET // per_trial
     assert cpu * per_trial <= simulate_module.MEMORY_BUDGET < (largest + 1) * per_trial
     assert cpu == math.ceil(100_000 / math.ceil(100_000 / largest))  # equal chunks

@@ -246,10 +246,10 @@ SENS = 2.5
 
 def _eps_from_scales(mech):
     """ε1 + ε2 read off the scales the kernel uses: b = Δ/ε1, 1/λ = 2cΔ/ε2 (cΔ/ε2 monotonic)."""
-    s = mech.scales()
+    s = {name: float(noise.scale_value) for name, noise in mech.noises().items()}
     k = 1.0 if mech.monotonic else 2.0
-    eps1 = SENS / float(s.threshold)
-    eps2 = k * float(mech.c) * SENS / float(s.query)
+    eps1 = SENS / s["threshold"]
+    eps2 = k * float(mech.c) * SENS / s["query"]
     return eps1, eps2
 
 
@@ -281,14 +281,13 @@ def test_privacy_theorem3_resample():
         for c in CS:
             mech = svtjax.get("svt-exp", epsilon=eps, c=c, sensitivity=SENS, correction_k=10,
                               resample=True)
-            e1, e2 = (float(x) for x in mech.host_budgets())
+            e1, e2 = (float(x) for x in mech.budgets())
             g = mech.privacy()
             assert isinstance(g, PureDP)
             assert g.epsilon() == pytest.approx(c * e1 + e2, rel=1e-12)
             assert "(cε1, ε2)" in g.statement and "Theorem 3" in g.statement
             # per-⊤ costs: c ⊤ plus the up-front ε1 add up to cε1 + ε2
-            assert c * float(mech.scales().top_cost) + e1 == pytest.approx(c * e1 + e2,
-                                                                           rel=1e-5)
+            assert c * float(mech.top_cost()) + e1 == pytest.approx(c * e1 + e2, rel=1e-5)
 
 
 def test_privacy_gaussian_is_unproven_with_nominal_eps():
@@ -298,10 +297,10 @@ def test_privacy_gaussian_is_unproven_with_nominal_eps():
     assert isinstance(g, Unproven) and not g.private
     assert g.nominal == pytest.approx(1.0)
     s = math.sqrt(2 * math.log(1.25 / 1e-4))
-    sc = mech.scales()
-    e1, e2 = (float(x) for x in mech.host_budgets())
-    assert float(sc.threshold) == pytest.approx(s * SENS / e1, rel=1e-5)
-    assert float(sc.query) == pytest.approx(s * 2 * 5 * SENS / e2, rel=1e-5)
+    sc = {name: float(noise.scale_value) for name, noise in mech.noises().items()}
+    e1, e2 = (float(x) for x in mech.budgets())
+    assert sc["threshold"] == pytest.approx(s * SENS / e1, rel=1e-5)
+    assert sc["query"] == pytest.approx(s * 2 * 5 * SENS / e2, rel=1e-5)
     assert e2 / e1 == pytest.approx(10 ** (2 / 3), rel=1e-9)
 
 

@@ -56,7 +56,7 @@ def test_svt_gap_privacy_and_noise_match_svt_s(monotonic):
         g = gap.privacy()
         assert g.epsilon() == pytest.approx(eps, rel=1e-12)
         assert "Theorem 4" in g.statement and "Ding" in g.statement
-        assert gap.scales() == plain.scales()
+        assert gap.noises() == plain.noises()
         # default split: 1:k^(2/3) monotonic, 1:(2k)^(2/3) otherwise (Ding'19 §6.2)
         e1, e2, _ = (float(x) for x in gap.budgets())
         x = (c if monotonic else 2 * c) ** (2 / 3)

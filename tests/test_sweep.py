@@ -2,6 +2,7 @@
 device and process invariance, and agreement with ``svtjax.simulate``."""
 
 import csv
+import importlib
 import json
 import math
 import os
@@ -160,10 +161,11 @@ def test_chunk_size_does_not_change_numbers():
     raw = _config()
     raw["mechanisms"] = raw["mechanisms"][:1]
     big = sweep.run(raw, progress=False, log=lambda m: None)
-    raw["sweep"]["memory_budget_mb"] = 2.5  # chunks of 256 trials: two per point
-    assert sweep.plan(1, 300, sweep._bytes_per_trial(
-        sweep.expand(sweep.load_config(raw))[0].build(), N, 8, False, 6, 4), 2.5 * 2**20)[1] \
-        == sweep.BLOCK_TRIALS
+    per_trial = sweep._bytes_per_trial(sweep.expand(sweep.load_config(raw))[0].build(), N, 8,
+                                       raw["sweep"].get("shuffle", True), 6, 4)
+    budget = 300 * per_trial  # room for 256 trials, not 512: chunks of 256, two per point
+    raw["sweep"]["memory_budget_mb"] = budget / 2**20
+    assert sweep.plan(1, 300, per_trial, budget)[1] == sweep.BLOCK_TRIALS
     small = sweep.run(raw, progress=False, log=lambda m: None)
     assert _stats(small.rows) == _stats(big.rows)
 
@@ -455,3 +457,215 @@ def test_plugins_bring_metrics_and_threshold_rules(tmp_path):
                                        '[[mechanisms]]\nname = "svt-s"\n')
     with pytest.raises(sweep.SweepConfigError, match="plugin 'nope_no_such_module' cannot"):
         sweep.load_config(str(tmp_path / "bad.toml"))
+
+
+# -- issue 20: one live sweep per directory, atomic writes, checks before running ----------------
+
+def _stand_in_run(monkeypatch):
+    """Sweeps in these tests run on the stand-in chunk: they are about files, not numbers."""
+    from tests.stand_ins import stand_in_chunk
+
+    monkeypatch.setattr(importlib.import_module("svtjax.simulate"), "run_chunk", stand_in_chunk)
+
+
+def test_a_second_live_sweep_on_the_same_out_is_refused(tmp_path, monkeypatch):
+    """Issue 20, item 5, with two processes: while another process's sweep holds ``out`` a
+    sweep there is refused in one line naming the holder (it used to compute every point a
+    second time); once that process is killed (SIGKILL: no cleanup runs) the lock is free."""
+    out = tmp_path / "out"
+    out.mkdir()
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time\nfrom svtjax import sweep\n"
+         "sweep._OutputLock(sys.argv[1]).acquire()\nprint('locked', flush=True)\n"
+         "time.sleep(120)\n", str(out)],
+        stdout=subprocess.PIPE, text=True, env=_env())
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        _stand_in_run(monkeypatch)
+        with pytest.raises(sweep.SweepLockedError) as err:
+            sweep.run(_config(), out, progress=False, log=lambda m: None)
+        text = str(err.value)
+        assert f"pid {holder.pid} on host {socket.gethostname()}" in text and "\n" not in text
+        assert "another sweep" in text and str(out) in text
+        assert not (out / "points").exists()
+        from tests.stand_ins import run_cli
+
+        code, stdout, stderr = run_cli(["sweep", "default", "--out", str(out), "--no-plot"])
+        assert code == 2 and "another sweep (pid" in stderr and stderr.count("\n") == 1
+    finally:
+        holder.kill()
+        holder.wait(timeout=60)
+    res = sweep.run(_config(), out, progress=False, log=lambda m: None)
+    assert res.computed == 12 and (out / "results.csv").exists()
+    record = json.loads((out / sweep.LOCK_FILE).read_text())
+    assert record["pid"] == os.getpid() and record["host"] == socket.gethostname()
+
+
+def test_only_process_0_locks_and_writes_the_results(tmp_path, monkeypatch):
+    """Issue 20, item 5: with several processes (``--distributed``) the designated writer,
+    process 0, holds the lock and writes the results; another process writes only its points,
+    even while process 0 holds the lock."""
+    _stand_in_run(monkeypatch)
+    out = tmp_path / "out"
+    out.mkdir()
+    lock = sweep._OutputLock(out)
+    lock.acquire()  # process 0 of the same sweep, elsewhere
+    try:
+        res = sweep.run(_config(), out, progress=False, log=lambda m: None, process_index=1,
+                        process_count=2)
+        assert res.computed == 6 and res.files == []
+        assert len(list((out / "points").glob("*.json"))) == 6
+        assert not any((out / f).exists() for f in ("results.csv", "results.json"))
+        with pytest.raises(sweep.SweepLockedError):
+            sweep.run(_config(), out, progress=False, log=lambda m: None, process_index=0,
+                      process_count=2, wait_timeout=0)
+    finally:
+        lock.release()
+
+
+def test_a_stale_lock_never_blocks(tmp_path, monkeypatch):
+    """A lock file left by a dead process does not block (flock is released by the kernel); where
+    flock is missing, the lock file's pid and host are checked: a dead pid on this host is
+    stale, a live one or one from another host is reported."""
+    out = tmp_path / "out"
+    out.mkdir()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = {"pid": dead.pid, "host": socket.gethostname(), "started": "earlier"}
+    (out / sweep.LOCK_FILE).write_text(json.dumps(stale))
+    lock = sweep._OutputLock(out)
+    lock.acquire()
+    lock.release()
+    # without flock (no fcntl): the pid file
+    monkeypatch.setitem(sys.modules, "fcntl", None)
+    pidfile = out / (sweep.LOCK_FILE + ".pid")
+    pidfile.write_text(json.dumps(stale))
+    lock = sweep._OutputLock(out)
+    lock.acquire()
+    assert json.loads(pidfile.read_text())["pid"] == os.getpid()
+    with pytest.raises(sweep.SweepLockedError, match=f"pid {os.getpid()} on host"):
+        sweep._OutputLock(out).acquire()  # a live holder
+    lock.release()
+    assert not pidfile.exists()
+    pidfile.write_text(json.dumps({**stale, "host": "another-host"}))
+    with pytest.raises(sweep.SweepLockedError, match=f"pid {dead.pid} on host another-host"):
+        sweep._OutputLock(out).acquire()
+
+
+def test_concurrent_writers_never_share_a_temporary_file(tmp_path):
+    """Issue 20, item 5: every file a sweep writes goes through a temporary file of its own
+    (the results writer used the fixed name ``.results.csv.tmp``: two writers finishing
+    together hit FileNotFoundError or mixed their contents). 8 threads rewrite the same
+    results and point files at once: no error, each file is whole, no temporary file is
+    left."""
+    import threading
+
+    config = sweep.load_config(_config())
+    rows = [[{"dataset": "d", "mechanism": "m", "label": f"writer{w}", "metric": "f1",
+              "mean": float(w), "seconds": 0.0}] * 50 for w in range(8)]
+    errors = []
+
+    def write(w):
+        try:
+            for _ in range(15):
+                sweep._write_outputs(config, rows[w], tmp_path, {"writer": w})
+                sweep._write_json(tmp_path / "points" / "p.json", {"point_id": "p", "w": w})
+        except Exception as err:  # noqa: BLE001 - collected and reported below
+            errors.append(repr(err))
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    final = sweep.read_results(tmp_path)
+    assert len(final) == 50 and len({r["label"] for r in final}) == 1
+    assert json.loads((tmp_path / "results.json").read_text())["writer"] in range(8)
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.name.endswith(".tmp")) == []
+
+
+def test_out_that_cannot_be_used_is_refused_before_running(tmp_path, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("should not run")
+
+    monkeypatch.setattr(importlib.import_module("svtjax.simulate"), "run_chunk", refuse)
+    afile = tmp_path / "file"
+    afile.write_text("x")
+    for out, needle in ((afile, "is an existing file, not a directory"),
+                        ("/proc/forbidden/x", "cannot create the output directory"),
+                        (5, "out must be a directory path")):
+        with pytest.raises(sweep.SweepConfigError, match=needle):
+            sweep.run(_config(), out, progress=False, log=lambda m: None)
+
+
+@pytest.mark.parametrize("change,needle", [
+    (lambda r: r["grid"].update(epsilon=[0.5, 0.5]), "[grid] epsilon lists 0.5 more than once"),
+    (lambda r: r["grid"].update(c=[3, 3]), "[grid] c lists 3 more than once"),
+    (lambda r: r["grid"].update(epsilon=[1, 1.0]), "[grid] epsilon lists 1.0 more than once"),
+    (lambda r: r["mechanisms"][0].update(allocation=["1:1", "1:1"]),
+     "svt-s: allocation lists '1:1' more than once"),
+    (lambda r: r["sweep"].update(metrics=["f1", "f1"]), "[sweep] metrics lists 'f1' more"),
+    (lambda r: r["sweep"].update(seed=2**64), "seed must be an integer in [0, 2**64)"),
+    (lambda r: r["sweep"].update(seed=-1), "seed must be an integer in [0, 2**64)"),
+    (lambda r: r.update(plot={"x": "epsilonn"}), "the plot's x 'epsilonn' is not a parameter"),
+    (lambda r: r.update(plot={"y": "ncr"}), "the plot's y 'ncr' is not a metric of this sweep"),
+    (lambda r: r.update(plot={"z": 1}), "unknown [plot] key 'z'"),
+    (lambda r: r["mechanisms"].append({"name": "svt_s", "label": "x"}),
+     "unknown mechanism 'svt_s' (did you mean 'svt-s'?)"),
+    (lambda r: r["mechanisms"][0].update(monotonc=True), "(did you mean 'monotonic'?)"),
+    (lambda r: r["sweep"].update(metrics=["F1"]), "unknown metric 'F1' (did you mean 'f1'?)"),
+    (lambda r: r["sweep"].update(datasets=["Zipff"]), "(did you mean 'zipf'?)"),
+    (lambda r: r["sweep"].update(datasets=[{"name": "zipf", "n": 0}]), "n must be an integer"),
+    (lambda r: r["sweep"].update(datasets=[{"name": "zipf", "n": 5}]),
+     "c=6 must be smaller than the 5 items"),
+    (lambda r: r["grid"].update(epsilonn=[1.0]), "axis 'epsilonn' is not a parameter of any "
+                                                 "mechanism in the sweep (did you mean 'epsilon'"),
+    (lambda r: r["sweep"].update(trails=3), "unknown [sweep] key(s) ['trails'] (did you mean "
+                                            "'trials'?)"),
+])
+def test_config_checks_issue_20(change, needle):
+    """Issue 20, items 7, 8 and 9: duplicates refused, seeds in [0, 2**64), plot axes, did you
+    mean, datasets checked when the config is loaded (not when the sweep runs)."""
+    raw = _config()
+    change(raw)
+    with pytest.raises(sweep.SweepConfigError) as err:
+        sweep.load_config(raw)
+    assert needle in str(err.value) and "\n" not in str(err.value)
+
+
+def test_largest_seed_and_plot_axes():
+    raw = _config(seed=2**64 - 1)
+    raw["plot"] = {"x": "c", "y": "ser"}
+    config = sweep.load_config(raw)
+    assert sweep.plot_axes(config) == ("c", "ser")
+    assert sweep.plot_axes(config, "epsilon", "picks") == ("epsilon", "picks")
+    assert len({p.seed(config) for p in sweep.expand(config)}) == 12
+
+
+def test_parquet_is_written_through_a_temporary_file(tmp_path, monkeypatch):
+    """results.parquet (with pyarrow) goes through a unique temporary path and a rename like the
+    other files; a stand-in pyarrow records the path it is asked to write."""
+    import types
+
+    written = []
+    pa = types.ModuleType("pyarrow")
+    pa.Table = types.SimpleNamespace(from_pylist=lambda rows: rows)
+    pq = types.ModuleType("pyarrow.parquet")
+
+    def write_table(table, where):
+        written.append(pathlib.Path(where))
+        pathlib.Path(where).write_text(json.dumps(table))
+
+    pq.write_table = write_table
+    pa.parquet = pq
+    monkeypatch.setitem(sys.modules, "pyarrow", pa)
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", pq)
+    config = sweep.load_config(_config())
+    rows = [{"dataset": "d", "label": "x", "metric": "f1", "mean": 0.5}]
+    files = sweep._write_outputs(config, rows, tmp_path, {})
+    assert str(tmp_path / "results.parquet") in files
+    assert written[0].parent == tmp_path and written[0].name.startswith(".results.parquet.")
+    assert written[0].name.endswith(".tmp") and not written[0].exists()
+    assert json.loads((tmp_path / "results.parquet").read_text()) == rows

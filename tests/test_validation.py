@@ -39,10 +39,10 @@ SIMULATE_ERRORS = [
 def test_simulate_rejects_bad_input_before_compiling(label, override, exc, message):
     args = dict(mech=_mech(), queries=Q, thresholds=1.0, trials=10)
     args.update(override)
-    before = sim._run_chunk._cache_size()
+    before = sim.run_chunk._cache_size()
     with pytest.raises(exc, match=message):
         svtjax.simulate(args.pop("mech"), args.pop("queries"), args.pop("thresholds"), **args)
-    assert sim._run_chunk._cache_size() == before
+    assert sim.run_chunk._cache_size() == before
 
 
 MECHANISM_ERRORS = [
@@ -64,6 +64,34 @@ MECHANISM_ERRORS = [
     ("stoddard", dict(epsilon=1.0, c=3), TypeError, "valid parameters are: epsilon, sensitivity"),
     ("nope", dict(epsilon=1.0), ValueError, "unknown mechanism 'nope'; registered mechanisms are: "
      "lyu-alg1"),
+    # issue 20, item 6: accepted, then broken later
+    ("svt-s", dict(epsilon=1.0, c=3, allocation="explicit"), ValueError,
+     r"allocation='explicit' needs the pair itself: pass allocation=\(eps1, eps2\)"),
+    ("svt-exp", dict(epsilon=1.0, c=3, correction_k=4, allocation="explicit"), ValueError,
+     "allocation='explicit' needs the pair"),
+    ("svt-s", dict(epsilon=np.array([1.0, 2.0]), c=3), ValueError,
+     r"epsilon must be a single number; got shape \(2,\)"),
+    ("lyu-alg1", dict(epsilon=np.array([1.0, 2.0]), c=3), ValueError,
+     "epsilon must be a single number"),
+    ("adaptive-svt-gap", dict(epsilon=1.0, c=3, theta=np.array([0.2, 0.3])), ValueError,
+     "theta must be a single number"),
+    ("report-noisy-max", dict(epsilon=[1.0], k=2), ValueError, "epsilon must be a single number"),
+    ("svt-exp", dict(epsilon=1.0, c=3), TypeError, "requires correction_k"),
+    ("svt-exp", dict(epsilon=1.0, c=3, correction="value", correction_value="x"), ValueError,
+     "correction_value must be a finite number"),
+    ("svt-s", dict(epsilon=1.0, c=2**40), ValueError,
+     r"c must be an integer in \[1, 2147483647\].*int32"),
+    ("svt-s", dict(epsilon=1e-320, c=3), ValueError, "svt-s cannot run in float64: epsilon"),
+    ("lyu-alg1", dict(epsilon=1.0, c=3, sensitivity=1e-320), ValueError,
+     "cannot run in float64: sensitivity"),
+    ("svt-s", dict(epsilon=1.0), TypeError, r"svt-s requires parameter\(s\) \['c'\]"),
+    ("report-noisy-max", dict(epsilon=1.0, k=2, noise="laplase"), ValueError,
+     "did you mean 'laplace'"),
+    # issue 20, item 9: did you mean
+    ("svt_s", dict(epsilon=1.0, c=3), ValueError, "unknown mechanism 'svt_s' \\(did you mean "
+     "'svt-s'\\?\\)"),
+    ("SVT-S", dict(epsilon=1.0, c=3), ValueError, "did you mean 'svt-s'"),
+    ("svt-s", dict(epsilon=1.0, c=3, monotonc=True), TypeError, "did you mean 'monotonic'"),
 ]
 
 
@@ -90,3 +118,71 @@ def test_selected_validates_k():
     out = svtjax.simulate(_mech(), Q, 1.0, trials=3)
     with pytest.raises(ValueError, match="k must be an integer >= 1"):
         svtjax.selected(out, 0)
+
+
+def test_parameters_say_which_are_required():
+    """Issue 20, item 6: ``parameters()`` shows svt-exp's correction_k (and c, and epsilon
+    without an explicit split) as required instead of a bare None default."""
+    exp = svtjax.mechanisms.parameters("svt-exp")
+    assert exp["correction_k"] == "REQUIRED when correction='optimal' (the default)"
+    assert exp["c"] == "REQUIRED"
+    assert exp["epsilon"].startswith("REQUIRED when allocation is not an explicit")
+    assert svtjax.mechanisms.parameters("svt-s")["c"] == "REQUIRED"
+    assert svtjax.mechanisms.parameters("generalized-svt")["c"] == "REQUIRED"
+    # what the defaults say is what get() does: svt-exp builds with correction_k, or with
+    # another correction; svt-s with an explicit pair needs no epsilon
+    assert svtjax.get("svt-exp", epsilon=1.0, c=3, correction_k=4).correction_k == 4
+    assert svtjax.get("svt-exp", epsilon=1.0, c=3, correction="mean").correction_k is None
+    assert svtjax.get("svt-s", c=3, allocation=(0.25, 0.75)).privacy().epsilon() == 1.0
+
+
+def test_seeds_cover_0_to_2_64_without_aliasing():
+    """Issue 20, item 7: every seed in [0, 2**64) is accepted and gives its own trials (seeds
+    s and s + 2**32 used to alias, as did -1 and 2**32 - 1); negative seeds and 2**64 are
+    refused with one clear line, before anything compiles."""
+    import jax
+
+    data = {s: np.asarray(jax.random.key_data(sim.seed_key(s)))
+            for s in (0, 1, 2**32 - 1, 2**32, 2**32 + 1, 2**63, 2**64 - 1)}
+    assert len({d.tobytes() for d in data.values()}) == len(data)
+    assert np.array_equal(data[1], np.asarray(jax.random.key_data(jax.random.key(1))))
+    mech, before = _mech(), sim.run_chunk._cache_size()
+    for bad, exc in ((-1, ValueError), (2**64, ValueError), (2**70, ValueError),
+                     (1.0, TypeError), (True, TypeError), ("0", TypeError)):
+        with pytest.raises(exc, match=r"seed must be an integer in \[0, 2\*\*64\)") as err:
+            svtjax.simulate(mech, Q, 1.0, trials=2, seed=bad)
+        assert "\n" not in str(err.value)
+    assert sim.run_chunk._cache_size() == before
+    assert sim.SEED_RANGE == (0, 2**64)
+
+
+def test_full_outcomes_larger_than_memory_are_refused_before_compiling(monkeypatch):
+    """Issue 20, item 4: ``simulate`` without ``reduce`` refuses an Outcome that cannot fit in
+    the machine's memory, naming its size and suggesting ``reduce=``, before compiling (10^9
+    trials x 10 positions take 196 GiB in float64; the machine is taken to have 64 GiB so
+    that the test does not depend on where it runs)."""
+    monkeypatch.setattr(sim, "_physical_memory", lambda: 64 * 2**30)
+    before = sim.run_chunk._cache_size()
+    with pytest.raises(ValueError) as err:
+        svtjax.simulate(svtjax.get("svt-s", epsilon=1.0, c=3), np.arange(10.0), 4.5,
+                        trials=10**9)
+    text = str(err.value)
+    assert "195.6 GiB, more than this machine's 64.0 GiB" in text and "reduce=" in text
+    assert "10 positions" in text and "\n" not in text
+    assert sim.run_chunk._cache_size() == before
+
+
+def test_did_you_mean():
+    """Issue 20, item 9: misspelt names get the closest valid one (case, ``_`` and ``-`` do not
+    matter); a name with nothing close gets no guess."""
+    from svtjax import _validate
+
+    assert _validate.suggest("svt_s", svtjax.names()) == " (did you mean 'svt-s'?)"
+    assert _validate.suggest("SVT-S", svtjax.names()) == " (did you mean 'svt-s'?)"
+    assert _validate.suggest("dpbok", svtjax.names()) == " (did you mean 'dpbook'?)"
+    assert _validate.suggest("xyzzy", svtjax.names()) == ""
+    assert _validate.suggest(3, svtjax.names()) == ""
+    with pytest.raises(ValueError, match="unknown dataset 'Zipff' \\(did you mean 'zipf'\\?\\)"):
+        svtjax.datasets.load("Zipff")
+    with pytest.raises(ValueError, match="unknown argument\\(s\\) \\['nn'\\] \\(did you mean 'n'"):
+        svtjax.datasets.load("zipf", nn=10)

@@ -34,6 +34,7 @@ the top 2k and 8k).
 from __future__ import annotations
 
 import hashlib
+import inspect
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -166,6 +167,8 @@ def binary(n: int = 10_000, positives: int = 50, high: float = 1000.0) -> Datase
     """
     _validate.integer("n", n, minimum=1)
     _validate.integer("positives", positives, minimum=0)
+    _validate.scalar("high", high)
+    _validate.nonnegative("high", high)
     if positives > n:
         raise ValueError(f"positives must be at most n={n}; got {positives}")
     scores = np.zeros(int(n))
@@ -210,15 +213,25 @@ def load(name: str, **kwargs: Any) -> Dataset:
     """
     key = _registry.canonical(name)
     if key in _BUILTIN:
-        return _BUILTIN[key](**kwargs)
+        builder = _BUILTIN[key]
+        allowed = list(inspect.signature(builder).parameters)
+        unknown = sorted(set(kwargs) - set(allowed))
+        if unknown:
+            hint = _validate.suggest(unknown[0], allowed)
+            raise ValueError(f"unknown argument(s) {unknown}{hint} for dataset {key!r}; allowed: "
+                             f"{allowed}")
+        for arg in ("n", "positives"):
+            _validate.scalar(arg, kwargs.get(arg))
+        return builder(**kwargs)
     if key not in _registry.SPECS:
-        raise ValueError(f"unknown dataset {name!r}; available datasets are: {', '.join(names())}")
+        raise ValueError(f"unknown dataset {name!r}{_validate.suggest(key, names())}; available "
+                         f"datasets are: {', '.join(names())}")
     spec = _registry.SPECS[key]
     allowed = {"cache_dir", "from_cache"} | ({"rare_items"} if key == "t40i10d100k" else set())
     unknown = sorted(set(kwargs) - allowed)
     if unknown:
-        raise ValueError(f"unknown argument(s) {unknown} for dataset {key!r}; allowed: "
-                         f"{sorted(allowed)}")
+        raise ValueError(f"unknown argument(s) {unknown}{_validate.suggest(unknown[0], allowed)}"
+                         f" for dataset {key!r}; allowed: {sorted(allowed)}")
     if spec.shipped and not kwargs.get("from_cache", False):
         return _shipped.load_shipped(spec, rare_items=kwargs.get("rare_items", "impute"))
     return load_cached(spec, kwargs.get("cache_dir"))

@@ -1,18 +1,23 @@
 """Mechanism base class, the registry, and block-wise random streams.
 
 Randomness layout (DESIGN.md, "Rules that keep it fast"): a trial key is split into named
-streams with ``fold_in(key, STREAM[name])``; position ``p`` of a stream comes from block
+streams with ``fold_in(key, stream_id(name))``; position ``p`` of a stream comes from block
 ``p // BLOCK``, drawn as ``standard(fold_in(stream_key, p // BLOCK), (BLOCK,))[p % BLOCK]``.
 The number at a position therefore depends only on (trial key, stream, position): a kernel that
 stops after a few blocks reads exactly the numbers a full scan would, so early exit never changes
 an outcome.
+
+The registry (:func:`register`, :func:`get`, :func:`names`) holds the package's mechanisms and
+any a user registers; each entry carries its numpy reference and its table of test cases, which
+is how ``svtjax.reference``, ``svtjax.testing`` and the test suite find every mechanism.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable, ClassVar
+import zlib
+from typing import Any, Callable, ClassVar, Optional, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -21,21 +26,31 @@ from jax import lax
 
 from svtjax import _validate
 from svtjax._core import Draws, Outcome
+from svtjax._pytree import pytree_dataclass
 from svtjax._types import Array, DTypeLike, Key
 
-__all__ = ["BLOCK", "STREAM", "Mechanism", "register", "get", "names", "registry",
-           "stream_key", "block_variates", "stream_variates", "block_order", "stream_order"]
+__all__ = ["BLOCK", "STREAM", "Mechanism", "Registration", "register", "get", "names",
+           "registry", "parameters", "entry", "stream_id", "stream_key", "block_variates",
+           "stream_variates", "block_order", "stream_order", "suggest"]
 
 BLOCK = 64
 """Positions per random block. Part of the numbers' definition: changing it changes outcomes."""
 
 STREAM = {"threshold": 0, "query": 1, "refresh": 2, "answer": 3, "order": 4, "query2": 5}
+"""Stream ids of the built-in streams (part of the numbers' definition)."""
 
-_REGISTRY: dict[str, type["Mechanism"]] = {}
+
+def stream_id(name: str) -> int:
+    """The ``fold_in`` index of stream ``name``: :data:`STREAM` for the built-in names, else
+    ``2**30 + crc32(name) % 2**30`` (stable across processes and versions, never a built-in
+    id)."""
+    if name in STREAM:
+        return STREAM[name]
+    return 2**30 + zlib.crc32(name.encode()) % 2**30
 
 
 def stream_key(key: Key, name: str) -> Key:
-    return jax.random.fold_in(key, STREAM[name])
+    return jax.random.fold_in(key, stream_id(name))
 
 
 def num_blocks(length: int) -> int:
@@ -112,29 +127,35 @@ def stream_order(skey: Key, n: int) -> Array:
     return blocks.reshape(-1)[:n]
 
 
+REQUIRED = "REQUIRED"
+
+
 class Mechanism:
     """Base class of every registered mechanism (a frozen pytree dataclass).
 
-    Subclasses set ``name``, declare numeric parameters as fields (traced leaves) and structural
-    choices with ``static_field`` and implement ``draw``, ``decide``, ``privacy`` and
-    ``stream_length``; ``__call__`` defaults to ``decide(draw(key, n), ...)``.
+    Threshold mechanisms derive from :class:`svtjax.mechanisms.ThresholdMechanism` (a rule on
+    the one engine), the top-k selection mechanisms from ``selection.SelectionMechanism``; both
+    implement the contract (``draw``, ``decide``, ``__call__``, the batched ``run_batch``) once.
+    A mechanism states ``name`` and ``privacy()``.
     """
 
     name: ClassVar[str] = ""
-    draws_by_block: ClassVar[bool] = False
-    """True for kernels that draw noise one block of positions at a time (the SVT engine), so
-    ``simulate`` sizes chunks without counting whole-stream draws."""
 
     # -- contract -------------------------------------------------------------------------
     def __call__(self, key: Key, queries, thresholds) -> Outcome:
         """One trial: ``decide(draw(key, n), queries, thresholds)`` (possibly computed lazily)."""
-        q, t = self._prepare(queries, thresholds)
-        return self.decide(self.draw(key, q.shape[0], dtype=q.dtype), q, t)
+        raise NotImplementedError
 
     def draw(self, key: Key, n: int, *, shuffle: bool = False, dtype: DTypeLike = None) -> Draws:
         raise NotImplementedError
 
     def decide(self, draws: Draws, queries, thresholds) -> Outcome:
+        raise NotImplementedError
+
+    def run_batch(self, keys: Key, queries: Array, thresholds: Array, *, shuffle: bool,
+                  offsets: Optional[Array] = None, width: Optional[int] = None) -> Outcome:
+        """A batch of trials (leading axis of ``keys``); ``offsets`` (float[batch]) are added to
+        every threshold of a trial; ``width`` is the engine's positions per loop iteration."""
         raise NotImplementedError
 
     def privacy(self):
@@ -144,14 +165,23 @@ class Mechanism:
         """Length L of the Outcome arrays for ``n`` queries."""
         return n
 
-    # -- batched entry used by ``simulate`` -----------------------------------------------
-    def run_batch(self, keys: Key, queries: Array, thresholds: Array, *, shuffle: bool
-                  ) -> Outcome:
-        """Runs a batch of trials (leading axis of ``keys``); overridden by fast kernels."""
-        def one(key):
-            return self.decide(self.draw(key, queries.shape[0], shuffle=shuffle,
-                                         dtype=queries.dtype), queries, thresholds)
-        return jax.vmap(one)(keys)
+    def working_bytes(self, n: int, itemsize: int, shuffle: bool) -> int:
+        """Working memory of one trial inside a compiled chunk (``simulate`` sizes chunks by
+        it): the Outcome and what the kernel holds besides it."""
+        length = self.stream_length(n)
+        return length * (1 + 4 + 2 * itemsize) + n * 3 * itemsize + (4 * n if shuffle else 0)
+
+    @classmethod
+    def example_params(cls, *, epsilon: float = 1.0, c: int = 2, n: Optional[int] = None
+                       ) -> dict:
+        """Parameters for a standard run of this mechanism on ``n`` queries: ``epsilon`` and the
+        cut-off ``c`` (``k`` for top-k selection) where it takes them. A mechanism with other
+        required parameters overrides this (e.g. ``svt-exp``'s ``correction_k``); audits,
+        benchmarks and the CLI build mechanisms from it."""
+        del n
+        accepted = _public_names(cls)
+        values = {"epsilon": epsilon, "c": c, "k": c}
+        return {k: v for k, v in values.items() if k in accepted}
 
     # -- helpers --------------------------------------------------------------------------
     @staticmethod
@@ -170,19 +200,83 @@ class Mechanism:
     def params(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in _public_fields(type(self))}
 
+    def reference_params(self) -> dict[str, Any]:
+        """The keyword arguments of this mechanism's numpy reference: its parameters, arrays as
+        Python numbers."""
+        out = {}
+        for key, value in self.params().items():
+            if isinstance(value, np.ndarray) or hasattr(value, "shape"):
+                arr = np.asarray(value)
+                value = arr.item() if arr.ndim == 0 else arr
+            out[key] = value
+        return out
+
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.params().items())
         return f"{self.name}({args})"
 
 
-def register(cls: type[Mechanism]) -> type[Mechanism]:
-    if not cls.name:
-        raise TypeError(f"{cls.__name__} has no registry name")
-    if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
-        raise ValueError(f"registry name {cls.name!r} is already taken by "
-                         f"{_REGISTRY[cls.name].__name__}")
-    _REGISTRY[cls.name] = cls
-    return cls
+@dataclasses.dataclass(frozen=True)
+class Registration:
+    """A registry entry: the mechanism class, its numpy reference and its test cases.
+
+    Attributes:
+      cls: the mechanism class.
+      reference: ``reference(draws, queries, thresholds, **mech.reference_params()) ->
+        Outcome``, a plain numpy loop written from the paper (None for none).
+      cases: ``svtjax.testing.Case`` objects: the structures (static parameters) and samplers of
+        numeric parameters the equivalence tests run (the project's tests read them here).
+    """
+
+    cls: type
+    reference: Optional[Callable] = None
+    cases: tuple = ()
+
+
+_REGISTRY: dict[str, Registration] = {}
+
+
+def register(cls: Optional[type] = None, *, reference: Optional[Callable] = None,
+             cases: Sequence = (), replace: bool = False):
+    """Registers a mechanism class under its ``name`` (a class decorator, with or without
+    arguments).
+
+    A class that is not a dataclass yet is made a frozen pytree dataclass (its annotated fields
+    become parameters: numbers are traced leaves, ``svtjax.mechanisms.static_field`` s are
+    structure). After registration ``svtjax.get(name, ...)``, ``simulate``, ``svtjax sweep``
+    (TOML ``name``, with a ``plugins`` entry importing the module), ``svtjax audit``, benchmarks
+    and ``svtjax.testing`` all find it.
+
+    Args:
+      cls: the class (a subclass of ``ThresholdMechanism`` for a rule on the engine).
+      reference: its numpy reference (see :class:`Registration`).
+      cases: its test cases (``svtjax.testing.Case``).
+      replace: allow re-registering a name with another class (e.g. a notebook cell run
+        twice); otherwise a taken name is an error.
+
+    Raises:
+      TypeError: no ``name``, not a Mechanism subclass, or a reference that is not callable.
+      ValueError: the name is taken by another class (and ``replace`` is False).
+    """
+    def apply(cls):
+        if not isinstance(cls, type) or not issubclass(cls, Mechanism):
+            raise TypeError(f"register takes a subclass of svtjax.mechanisms.Mechanism "
+                            f"(e.g. ThresholdMechanism); got {cls!r}")
+        if not isinstance(cls.__dict__.get("name", cls.name), str) or not cls.name:
+            raise TypeError(f"{cls.__name__} has no registry name (set name = \"...\")")
+        if reference is not None and not callable(reference):
+            raise TypeError(f"reference must be a function; got {reference!r}")
+        if not dataclasses.is_dataclass(cls) or "__dataclass_fields__" not in cls.__dict__:
+            cls = pytree_dataclass(cls)
+        old = _REGISTRY.get(cls.name)
+        if old is not None and old.cls.__qualname__ != cls.__qualname__ and not replace:
+            raise ValueError(f"registry name {cls.name!r} is already taken by "
+                             f"{old.cls.__name__}; choose another name (a registry name never "
+                             "changes meaning)")
+        _REGISTRY[cls.name] = Registration(cls, reference, tuple(cases))
+        return cls
+
+    return apply if cls is None else apply(cls)
 
 
 def names() -> list[str]:
@@ -191,11 +285,20 @@ def names() -> list[str]:
 
 
 def registry() -> dict[str, type[Mechanism]]:
-    return dict(_REGISTRY)
+    """Registered mechanism classes by name."""
+    return {name: r.cls for name, r in _REGISTRY.items()}
+
+
+def entry(name: str) -> Registration:
+    """The registry entry of ``name`` (class, reference, test cases)."""
+    _lookup(name)
+    return _REGISTRY[name]
 
 
 def parameters(name: str) -> dict[str, Any]:
-    """The parameters ``get(name, ...)`` accepts, with their defaults (``REQUIRED`` if none)."""
+    """The parameters ``get(name, ...)`` accepts, with their defaults (``REQUIRED`` if none, or
+    if the field's metadata says ``{"required": True}``; ``"REQUIRED when ..."`` for a field
+    with ``{"required_when": "..."}``)."""
     cls = _lookup(name)
     out = {}
     for f in _public_fields(cls):
@@ -204,7 +307,12 @@ def parameters(name: str) -> dict[str, Any]:
         elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
             out[f.name] = f.default_factory()  # type: ignore[misc]
         else:
-            out[f.name] = "REQUIRED"
+            out[f.name] = REQUIRED
+        if f.metadata.get("required"):  # a default that only orders the fields
+            out[f.name] = REQUIRED
+        required_when = f.metadata.get("required_when")
+        if required_when:
+            out[f.name] = f"{REQUIRED} when {required_when}"
     return out
 
 
@@ -212,32 +320,46 @@ def _public_fields(cls) -> list:
     return [f for f in dataclasses.fields(cls) if not f.name.startswith("_")]
 
 
+def _public_names(cls) -> set:
+    if dataclasses.is_dataclass(cls):
+        return {f.name for f in _public_fields(cls)}
+    return set(getattr(cls, "__annotations__", {}))
+
+
+suggest = _validate.suggest
+
+
 def _lookup(name: str) -> type[Mechanism]:
     if not isinstance(name, str) or name not in _REGISTRY:
-        raise ValueError(f"unknown mechanism {name!r}; registered mechanisms are: "
-                         f"{', '.join(names())}")
-    return _REGISTRY[name]
+        raise ValueError(f"unknown mechanism {name!r}{suggest(name, names())}; registered "
+                         f"mechanisms are: {', '.join(names())}")
+    return _REGISTRY[name].cls
 
 
 def get(name: str, **params: Any) -> Mechanism:
     """Builds the mechanism registered as ``name`` with the given parameters.
 
     Raises:
-      ValueError: unknown name (the message lists the registry) or a parameter out of range.
+      ValueError: unknown name (the message lists the registry), a parameter out of range, or
+        parameters whose numbers (noise scales included) cannot be computed even in float64
+        (``svtjax._validate.computable``; ``simulate`` and ``sweep`` check the run's dtype).
       TypeError: a parameter the mechanism does not take (the message lists the valid ones).
     """
     cls = _lookup(name)
     valid = [f.name for f in _public_fields(cls)]
     unknown = sorted(set(params) - set(valid))
     if unknown:
-        raise TypeError(f"{name} does not take parameter(s) {unknown}; valid parameters are: "
-                        f"{', '.join(valid)}")
-    missing = [k for k, v in parameters(name).items() if v == "REQUIRED" and k not in params]
+        hint = suggest(unknown[0], valid)
+        raise TypeError(f"{name} does not take parameter(s) {unknown}{hint}; valid parameters "
+                        f"are: {', '.join(valid)}")
+    missing = [k for k, v in parameters(name).items() if v == REQUIRED and k not in params]
     if missing:
         raise TypeError(f"{name} requires parameter(s) {missing}")
-    return cls(**params)
+    mech = cls(**params)
+    _validate.computable(mech, np.float64)
+    return mech
 
 
 def to_numpy_draws(draws: Draws) -> Draws:
     """``Draws`` as numpy arrays (what ``svtjax.reference`` consumes)."""
-    return Draws(*(None if x is None else np.asarray(x) for x in draws))
+    return Draws({k: np.asarray(v) for k, v in draws.items()})

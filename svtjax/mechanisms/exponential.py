@@ -24,12 +24,13 @@ extraction: queries get the exponential noise, the threshold Laplace noise, as i
 The "upper bound" row (rank all scores perturbed with Exp(Δ/ε2)) is not an SVT; the experiment
 computes it directly (``svtjax.experiments.liu2024``).
 
-Algorithm 2, line by line, as run on the shared kernel (``_svt_engine``):
+Algorithm 2, line by line, as a rule on the one engine (Lyu et al.'s Figure 1 loop,
+``classic.Figure1``, with these noises and options):
 
 * line 2: ρ ~ Lap(b), b = Δ/ε1 (Gaussian N(0, σ1²) for SVT-Gau);
 * line 3: r = CorrectionTerm(...) — computed once, on the host, at construction
-  (:mod:`svtjax.correction`), and stored in the traced leaf ``correction_value``; the kernel adds
-  it to every threshold (``SVTScales.shift``);
+  (:mod:`svtjax.correction`), and stored in the traced leaf ``correction_value``; the rule adds
+  it to every threshold (``threshold_shift``);
 * line 6: ν_i ~ Exp(1/λ), λ = ε2/(2cΔ), i.e. mean 2cΔ/ε2; ``monotonic=True`` uses λ = ε2/(cΔ)
   (mean cΔ/ε2; by analogy with Lyu et al. 2017, Theorem 7). Gumbel and Laplace query noise take
   the same scale, Gaussian σ2 = s·2cΔ/ε2 (see below);
@@ -38,9 +39,9 @@ Algorithm 2, line by line, as run on the shared kernel (``_svt_engine``):
 * line 15: abort after c ⊤ (k_max: the stream ends);
 * lines 18-19: APPEND re-queues each ⊥ query. The queue is all items, then the items answered ⊥
   in pass 1 (in order), then those answered ⊥ again, ...; ``max_passes`` caps the number of
-  traversals (the paper's "number of traverses", Figure 8). This is the kernel's multi-pass
-  stream: ``Outcome.items`` shows which item each position evaluated, pass p occupying positions
-  p·n .. p·n + n − 1.
+  traversals (the paper's "number of traverses", Figure 8). This is the engine's multi-pass
+  stream (``passes``): ``Outcome.items`` shows which item each position evaluated, pass p
+  occupying positions p·n .. p·n + n − 1.
 
 Which λ Table 5 used: its "Mean" row is 52.32/ε (ε = 0.05 ... 2; the 0.01 entry, 5332.08, is
 5232.08 with one digit wrong), which equals cΔ/ε2 with c = 50 and ε2 = ε·w/(1 + w), w = (2c)^(2/3)
@@ -67,6 +68,7 @@ up-front ε1 of the first threshold add up to Theorem 3's cε1 + ε2.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -75,34 +77,56 @@ import jax.numpy as jnp
 from svtjax import _validate, budget, correction
 from svtjax._pytree import is_concrete, pytree_dataclass, static_field
 from svtjax.accounting import PureDP, Unproven
-from svtjax.mechanisms import _svt_engine as engine
 from svtjax.mechanisms.base import register
-from svtjax.mechanisms.classic import _canonical_number, _ClassicSVT
+from svtjax.mechanisms.classic import Figure1, canonical_number, check_allocation
 from svtjax.noise import Exponential, Gaussian, Gumbel, Laplace
+from svtjax.reference import exponential as ref
+from svtjax.testing import Case, eps_c
 
-__all__ = ["SVTExp", "NOISES", "CORRECTIONS", "host_scales"]
+__all__ = ["SVTExp", "NOISES", "CORRECTIONS"]
 
 NOISES = {"exponential": Exponential, "gumbel": Gumbel, "laplace": Laplace,
           "gaussian": Gaussian}
 CORRECTIONS = ("optimal", "mean", "none")
 
 
-def gaussian_factor(delta: float) -> float:
-    """s = sqrt(2 ln(1.25/δ)) of the classic Gaussian mechanism (Dwork & Roth 2014, Thm A.1)."""
-    return math.sqrt(2.0 * math.log(1.25 / delta))
+def _svt_exp(rng):
+    """Test cases: ε, c, and k of the optimal correction (Eq. 8) are leaves."""
+    d = eps_c(rng)
+    d["correction_k"] = int(rng.integers(1, 12))
+    return d
 
 
-def host_scales(noise: str, eps1: float, eps2: float, c: int, sensitivity: float,
-                monotonic: bool, delta: float | None) -> tuple[float, float]:
-    """(threshold scale, query scale) in float64 on the host (used for the correction term)."""
-    k = 1.0 if monotonic else 2.0
-    s = gaussian_factor(delta) if noise == "gaussian" else 1.0
-    return s * sensitivity / eps1, s * (k * c * sensitivity / eps2)
+def _svt_exp_gaussian(rng):
+    d = eps_c(rng)
+    d["delta"] = float(rng.uniform(1e-4, 0.1))
+    return d
 
 
-@register
+def _svt_exp_value(rng):
+    d = eps_c(rng)
+    d["correction"] = float(rng.normal(0.0, 3.0))
+    return d
+
+
+@register(reference=ref.svt_exp, cases=[
+    # noise family, correction kind, RESAMPLE, APPEND and max_passes are static; ε, c,
+    # correction_k (hence the host-computed r), δ are leaves.
+    Case("svt-exp", {}, _svt_exp),
+    Case("svt-exp-mean-monotonic", {"correction": "mean", "monotonic": True}, eps_c),
+    Case("svt-exp-none-resample", {"correction": "none", "resample": True}, eps_c),
+    Case("svt-exp-append", {"append": True, "max_passes": 3}, _svt_exp),
+    Case("svt-exp-gumbel-mean-append-resample", {"noise": "gumbel", "correction": "mean",
+                                                 "append": True, "max_passes": 2,
+                                                 "resample": True}, eps_c),
+    Case("svt-exp-laplace-1:1", {"noise": "laplace", "correction": "none", "allocation": "1:1"},
+         eps_c),
+    Case("svt-exp-gaussian-append", {"noise": "gaussian", "correction": "none", "append": True,
+                                     "max_passes": 2}, _svt_exp_gaussian),
+    Case("svt-exp-value", {"noise": "laplace"}, _svt_exp_value),
+])
 @pytree_dataclass
-class SVTExp(_ClassicSVT):
+class SVTExp(Figure1):
     """SVT-Exp (Liu et al. 2024, Algorithm 2) and its Table 3 baselines (see the module doc).
 
     Args:
@@ -129,10 +153,12 @@ class SVTExp(_ClassicSVT):
         exponential − Laplace, FFT otherwise).
     """
 
-    epsilon: Any = None
-    c: Any = None
+    epsilon: Any = dataclasses.field(default=None, metadata={
+        "required_when": "allocation is not an explicit (eps1, eps2) pair"})
+    c: Any = dataclasses.field(default=None, metadata={"required": True})
     sensitivity: Any = 1.0
-    correction_k: Any = None
+    correction_k: Any = dataclasses.field(default=None, metadata={
+        "required_when": "correction='optimal' (the default)"})
     alpha: Any = 0.0
     delta: Any = None
     correction_value: Any = None
@@ -150,6 +176,8 @@ class SVTExp(_ClassicSVT):
     def __post_init__(self):
         if self.c is None:
             raise TypeError("svt-exp requires parameter c (the cut-off, an integer >= 1)")
+        _validate.scalars(self, ("epsilon", "c", "sensitivity", "correction_k", "alpha",
+                                 "delta", "correction_value"))
         _validate.one_of("noise", self.noise, tuple(NOISES))
         for flag in ("monotonic", "resample", "append"):
             if not isinstance(getattr(self, flag), bool):
@@ -160,30 +188,13 @@ class SVTExp(_ClassicSVT):
         self._check_common()
         self._init_passes()
         _validate.nonnegative("alpha", self.alpha)
-        object.__setattr__(self, "alpha", _canonical_number(self.alpha, float))
+        object.__setattr__(self, "alpha", canonical_number(self.alpha, float))
         self._init_delta()
         self._init_correction()
 
     # -- construction helpers -----------------------------------------------------------------
     def _init_allocation(self):
-        allocation = self.allocation
-        if isinstance(allocation, (tuple, list)):
-            if len(allocation) != 2:
-                raise ValueError("an explicit allocation must be a pair (eps1, eps2); got "
-                                 f"{allocation!r}")
-            e1 = float(_validate.positive("allocation eps1", allocation[0]))
-            e2 = float(_validate.positive("allocation eps2", allocation[1]))
-            if self.epsilon is None:
-                object.__setattr__(self, "epsilon", e1 + e2)
-            elif not math.isclose(float(self.epsilon), e1 + e2, rel_tol=1e-12):
-                raise ValueError(f"epsilon ({self.epsilon}) must equal eps1 + eps2 ({e1 + e2}) "
-                                 "when allocation is an explicit pair")
-            object.__setattr__(self, "_split", (e1, e2))
-            object.__setattr__(self, "allocation", "explicit")
-        elif allocation is None:
-            object.__setattr__(self, "allocation", "table4")
-        elif allocation not in ("table4", "explicit"):
-            budget.check_rule(allocation)
+        check_allocation(self, 0.0, lambda: "table4", named=("table4",))
 
     def _init_passes(self):
         passes = self.max_passes
@@ -203,7 +214,7 @@ class SVTExp(_ClassicSVT):
                 raise TypeError("svt-exp with noise='gaussian' requires delta (SVT-Gau's δ; the "
                                 "paper uses δ = 1/n)")
             _validate.probability("delta", self.delta)
-            object.__setattr__(self, "delta", _canonical_number(self.delta, float))
+            object.__setattr__(self, "delta", canonical_number(self.delta, float))
         elif self.delta is not None:
             raise ValueError(f"delta is only used by noise='gaussian'; got delta={self.delta!r} "
                              f"with noise={self.noise!r}")
@@ -215,6 +226,10 @@ class SVTExp(_ClassicSVT):
             if corr == "value":
                 if self.correction_value is None:
                     raise ValueError("correction='value' needs correction_value")
+                value = self.correction_value
+                if isinstance(value, bool) or not _validate._is_number_like(value) or (
+                        is_concrete(value) and not math.isfinite(float(value))):
+                    raise ValueError(f"correction_value must be a finite number; got {value!r}")
                 return
         else:
             if isinstance(corr, bool) or not is_concrete(corr) or jnp.ndim(corr) != 0:
@@ -242,35 +257,20 @@ class SVTExp(_ClassicSVT):
                             "mechanisms instead")
         object.__setattr__(self, "correction_value", self.compute_correction())
 
-    def host_budgets(self) -> tuple[float, float]:
-        """(eps1, eps2) in float64 Python arithmetic."""
-        if self.allocation == "explicit":
-            return self._split
-        eps, c = float(self.epsilon), int(self.c)
-        if self.allocation == "table4":
-            x = budget.liu_ratio_host(self.noise, c, self.monotonic)
-        else:
-            x = budget.ratio_host(self.allocation, c)
-        eps2 = eps * x / (1.0 + x)
-        return eps - eps2, eps2
-
     def compute_correction(self) -> float:
-        """Algorithm 2 line 3: r from the concrete parameters (host, float64)."""
+        """Algorithm 2 line 3: r from the concrete parameters (on the host, in float64: the
+        budgets and noises below are Python numbers when the parameters are)."""
         if self.correction == "none":
             return 0.0
-        eps1, eps2 = self.host_budgets()
-        t_scale, q_scale = host_scales(self.noise, eps1, eps2, int(self.c),
-                                       float(self.sensitivity), self.monotonic, self.delta)
-        q_noise = NOISES[self.noise](q_scale)
+        q_noise = self.query_noise()
         if self.correction == "mean":
             return correction.mean(q_noise)
-        t_noise = (Gaussian if self.noise == "gaussian" else Laplace)(t_scale)
-        return correction.optimal(q_noise, t_noise, self.correction_k, float(self.alpha),
-                                  method=self.correction_method)
+        return correction.optimal(q_noise, self.threshold_noise(), self.correction_k,
+                                  float(self.alpha), method=self.correction_method)
 
-    # -- the kernel's view --------------------------------------------------------------------
+    # -- budgets and noises (on the host with Python numbers, traced under jit) ----------------
     def budgets(self):
-        """``(eps1, eps2)``: threshold and query budgets (traced arithmetic)."""
+        """``(eps1, eps2)``: threshold and query budgets (Table 4's split by default)."""
         if self.allocation == "explicit":
             return self._split
         if self.allocation == "table4":
@@ -280,27 +280,50 @@ class SVTExp(_ClassicSVT):
         eps2 = self.epsilon * x / (1.0 + x)
         return self.epsilon - eps2, eps2
 
-    def spec(self):
-        threshold = Gaussian if self.noise == "gaussian" else Laplace
-        return engine.SVTSpec(threshold, NOISES[self.noise], resample=self.resample,
-                              max_passes=self.max_passes)
+    def _calibration(self):
+        """s = sqrt(2 ln(1.25/δ)) for SVT-Gau (Dwork & Roth 2014, Thm A.1), else 1."""
+        return budget.gaussian_factor(self.delta) if self.noise == "gaussian" else 1.0
 
-    def scales(self):
+    def threshold_noise(self):
+        eps1, _ = self.budgets()
+        family = Gaussian if self.noise == "gaussian" else Laplace
+        return family(self._calibration() * self.sensitivity / eps1)  # line 2: Lap(Δ/ε1)
+
+    def query_noise(self):
+        _, eps2 = self.budgets()
+        k = 1.0 if self.monotonic else 2.0  # line 6: Exp(1/λ), λ = ε2/(2cΔ) (ε2/(cΔ) monotonic)
+        return NOISES[self.noise](self._calibration() * (k * self.c * self.sensitivity / eps2))
+
+    def threshold_shift(self):
+        return self.correction_value  # lines 3, 9: T_i + r
+
+    def resamples(self):
+        return self.resample  # line 14
+
+    def passes(self):
+        return self.max_passes  # lines 18-19: APPEND
+
+    def top_cost(self):
         eps1, eps2 = self.budgets()
-        k = 1.0 if self.monotonic else 2.0
-        s = jnp.sqrt(2.0 * jnp.log(1.25 / self.delta)) if self.noise == "gaussian" else 1.0
         top_cost = eps2 / self.c
         if self.resample:
             top_cost = top_cost + eps1 * (self.c - 1) / self.c
-        return engine.SVTScales(threshold=s * self.sensitivity / eps1,
-                                query=s * (k * self.c * self.sensitivity / eps2), answer=0.0,
-                                c=self.c, top_cost=top_cost, shift=self.correction_value)
+        return top_cost
 
-    def stream_length(self, n: int) -> int:
-        return n * self.max_passes
+    def reference_params(self):
+        out = super().reference_params()
+        if self.allocation == "explicit":
+            out["allocation"] = tuple(float(x) for x in self._split)
+        return out
+
+    @classmethod
+    def example_params(cls, *, epsilon=1.0, c=2, n=None):
+        """ε, c and the optimal correction's k = ⌊n/c⌋ (Liu et al. 2024, §6; 8 without n)."""
+        return {"epsilon": epsilon, "c": c,
+                "correction_k": max(1, n // c) if n is not None else 8}
 
     def privacy(self):
-        eps1, eps2 = (float(x) for x in self.host_budgets())
+        eps1, eps2 = (float(x) for x in self.budgets())
         c = int(self.c)
         if self.noise == "gaussian":
             return Unproven(

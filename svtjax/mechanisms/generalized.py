@@ -7,9 +7,11 @@ SVT: Algorithm 2 restarted with a fresh threshold after every c′ ⊤, per-stag
 their privacy: Theorem 8, Proposition 10, Theorem 11, Theorem 12, Lemma 7 (see
 ``svtjax.accounting``).
 
-Both run on the shared block kernel (``_svt_engine``): the noise-adding mechanisms are
-T̂ = T + ρ and q̂_i = q_i + ν_i with ρ, ν any ``svtjax.noise`` family (the families are static,
-their scales traced leaves). k_max is a traced cap; stage-wise restarts use the scan path.
+Both are rules on the one engine. Algorithm 2 is Lyu et al.'s Figure 1 loop
+(``classic.Figure1``) with the noise-adding mechanisms T̂ = T + ρ and q̂_i = q_i + ν_i for any
+``svtjax.noise`` families (static; their scales are traced leaves), RESAMPLE and the cap k_max
+(the engine's ``cap``). Algorithm 3 is its own rule (:meth:`StagewiseSVT.step`): stage
+bookkeeping in the state, a fresh threshold per stage, scan only.
 
 Choices where the paper is silent (documented and tested):
 
@@ -32,18 +34,21 @@ answer vector; they are accounting functions (``svtjax.accounting.gaussian_mecha
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax.numpy as jnp
 
 from svtjax import _validate, accounting
 from svtjax._pytree import is_concrete, pytree_dataclass, static_field
 from svtjax.accounting import Unproven
-from svtjax.mechanisms import _svt_engine as engine
 from svtjax.mechanisms.base import register
-from svtjax.mechanisms.classic import _ClassicSVT
-from svtjax.noise import Laplace, Noise
+from svtjax.mechanisms.classic import Figure1
+from svtjax.mechanisms.rules import Written
+from svtjax.noise import FAMILIES, Laplace, Noise
+from svtjax.reference import generalized as ref
+from svtjax.testing import Case
 
 __all__ = ["GeneralizedSVT", "StagewiseSVT"]
 
@@ -54,9 +59,29 @@ def _scaled(noise: Noise, factor: float) -> Noise:
     return type(noise)(float(noise.scale_value) * factor)
 
 
-@register
+def _noises(threshold_family, query_family, capped=True, stagewise=False):
+    """Test-case sampler: noise objects with random (traced) scales, c, k_max, c_stage."""
+    def numeric(rng):
+        d = {"c": int(rng.integers(1, 6)),
+             "threshold_noise": FAMILIES[threshold_family](float(rng.uniform(0.2, 3.0))),
+             "query_noise": FAMILIES[query_family](float(rng.uniform(0.2, 3.0)))}
+        if capped:
+            d["k_max"] = int(rng.integers(1, 40))
+        if stagewise:
+            d["c_stage"] = int(rng.integers(1, 4))
+        return d
+    return numeric
+
+
+@register(reference=ref.generalized_svt, cases=[
+    Case("generalized-svt-gaussian", {}, _noises("gaussian", "gaussian")),
+    Case("generalized-svt-laplace-resample", {"resample": True},
+         _noises("laplace", "laplace", capped=False)),
+    Case("generalized-svt-mixed", {}, _noises("gaussian", "laplace")),
+    Case("generalized-svt-mixed-resample", {"resample": True}, _noises("laplace", "gaussian")),
+])
 @pytree_dataclass
-class GeneralizedSVT(_ClassicSVT):
+class GeneralizedSVT(Figure1):
     """Generalized SVT (Zhu & Wang 2020, Algorithm 2).
 
     Line 1: T̂ = T + ρ, ρ ~ ``threshold_noise``; line 2: for i = 1, ..., k_max; line 3:
@@ -82,7 +107,7 @@ class GeneralizedSVT(_ClassicSVT):
       resample: RESAMPLE (static).
     """
 
-    c: Any = None
+    c: Any = dataclasses.field(default=None, metadata={"required": True})
     threshold_noise: Any = None
     query_noise: Any = None
     k_max: Any = None
@@ -99,6 +124,7 @@ class GeneralizedSVT(_ClassicSVT):
     def _check_generalized(self) -> None:
         if self.c is None:
             raise TypeError(f"{self.name} requires parameter c (the cut-off, an integer >= 1)")
+        _validate.scalars(self, ("c", "k_max", "sensitivity", "epsilon", "delta", "margin"))
         _validate.integer("c", self.c, minimum=1)
         _validate.positive("sensitivity", self.sensitivity)
         if self.epsilon is not None:
@@ -156,20 +182,48 @@ class GeneralizedSVT(_ClassicSVT):
             rho, nu, int(self.c), k_max=self.k_max, resample=self.resample,
             sensitivity=float(self.sensitivity), margin=self.margin)
 
-    def spec(self):
-        return engine.SVTSpec(type(self.threshold_noise), type(self.query_noise),
-                              resample=self.resample, capped=self.k_max is not None)
+    # -- the rule: Lyu et al.'s Figure 1 loop with Algorithm 2's noises and options ----------------
+    # (the fields ``threshold_noise`` / ``query_noise`` are the noise objects themselves, so the
+    # Figure 1 hooks return them; ``cap`` is line 2's k_max)
+    def initial_streams(self):
+        return {"threshold": self.threshold_noise}  # line 1: T̂ = T + ρ
 
-    def scales(self):
-        return engine.SVTScales(threshold=self.threshold_noise.scale_value,
-                                query=self.query_noise.scale_value, answer=0.0, c=self.c,
-                                top_cost=0.0, k_max=0 if self.k_max is None else self.k_max)
+    def streams(self):
+        out = {"query": self.query_noise}  # line 3: q̂_i = q_i + ν_i
+        if self.resample:
+            out["refresh"] = self.threshold_noise  # line 6: RESAMPLE
+        return out
+
+    def resamples(self):
+        return self.resample
+
+    def cap(self):
+        return self.k_max  # line 2: i = 1, ..., k_max
 
     def privacy(self):
         return self._guarantee(self.threshold_noise, self.query_noise)
 
+    @classmethod
+    def example_params(cls, *, epsilon=1.0, c=2, n=None):
+        """ε and c: the noises are then Algorithm 1's Laplace pair calibrated to ε."""
+        del n
+        return {"epsilon": epsilon, "c": c}
 
-@register
+
+class StageState(NamedTuple):
+    """Algorithm 3's state: ⊤ in total, the current ρ, and the stage: its ⊤, its length and the
+    number of stages done (int32[3])."""
+
+    count: Any
+    rho: Any
+    stage: Any
+
+
+@register(reference=ref.stagewise_svt, cases=[
+    Case("stagewise-svt", {}, _noises("gaussian", "gaussian", stagewise=True)),
+    Case("stagewise-svt-resample-uncapped", {"resample": True},
+         _noises("laplace", "gaussian", capped=False, stagewise=True)),
+])
 @pytree_dataclass
 class StagewiseSVT(GeneralizedSVT):
     """Stage-wise generalized SVT (Zhu & Wang 2020, Algorithm 3).
@@ -196,6 +250,7 @@ class StagewiseSVT(GeneralizedSVT):
     name = "stagewise-svt"
 
     def __post_init__(self):
+        _validate.scalars(self, ("c", "c_stage"))
         if self.c is not None:
             _validate.integer("c", self.c, minimum=1)
         if self.c_stage is None and self.c is not None and is_concrete(self.c):
@@ -215,10 +270,60 @@ class StagewiseSVT(GeneralizedSVT):
             sensitivity=float(self.sensitivity), margin=self.margin,
             composition=self.composition)
 
-    def spec(self):
-        return engine.SVTSpec(type(self.threshold_noise), type(self.query_noise),
-                              resample=self.resample, capped=self.k_max is not None,
-                              stagewise=True)
+    # -- the rule -----------------------------------------------------------------------------
+    def streams(self):
+        # a fresh threshold per stage (line 4 -> Algorithm 2 line 1) and after each ⊤ (RESAMPLE):
+        # ``refresh[p]`` for the stage that starts, or the ⊤, at position p (module docstring)
+        return {"query": self.query_noise, "refresh": self.threshold_noise}
 
-    def scales(self):
-        return super().scales()._replace(c_stage=self.c_stage)
+    def cap(self):
+        return None  # k_max caps each stage (k′_max), in the state
+
+    def has_block(self):
+        return False
+
+    def num_stages(self):
+        """m = ⌈c/c′⌉ (line 2), in integers."""
+        c = jnp.asarray(self.c, jnp.int32)
+        c_stage = jnp.asarray(self.c_stage, jnp.int32)
+        return (c + c_stage - 1) // c_stage
+
+    def init(self, noise):
+        return StageState(jnp.zeros((), jnp.int32), noise["threshold"],
+                          jnp.zeros((3,), jnp.int32))
+
+    def step(self, state, x):
+        """Algorithm 2, lines 3-9, at one position of the current stage, and Algorithm 3's
+        bookkeeping (lines 2-4): stage ℓ of m ends after c̃ ⊤ (line 3: c′, the last stage
+        c − c′(m − 1)) or k′_max evaluated positions; the next stage starts with a fresh
+        threshold."""
+        m = self.num_stages()
+        top = x.query + x.noise["query"] >= x.threshold + state.rho  # Alg. 2 line 4
+        s_top = state.stage[0] + top.astype(jnp.int32)
+        s_len = state.stage[1] + 1
+        c_tilde = jnp.where(state.stage[2] == m - 1, self.c - self.c_stage * (m - 1),
+                            self.c_stage)  # line 3
+        end = s_top >= c_tilde
+        if self.k_max is not None:
+            end = end | (s_len >= self.k_max)
+        fresh = end | top if self.resample else end  # line 4 (and Alg. 2 line 6)
+        rho = jnp.where(fresh, x.noise["refresh"], state.rho)
+        zero = jnp.zeros((), jnp.int32)
+        stage = jnp.where(end, jnp.stack([zero, zero, state.stage[2] + 1]),
+                          jnp.stack([s_top, s_len, state.stage[2]]))
+        return StageState(state.count + top.astype(jnp.int32), rho, stage), Written(top)
+
+    def halted(self, state):
+        return (state.count >= self.c) | (state.stage[2] >= self.num_stages())
+
+    @classmethod
+    def example_params(cls, *, epsilon=1.0, c=2, n=None):
+        """ε, c and k′_max = n: Gaussian noises calibrated to (ε, δ = 10⁻⁶) with Kairouz et
+        al.'s composition (Zhu & Wang 2020's experimental setting)."""
+        from svtjax.noise import Gaussian
+
+        params = {"epsilon": epsilon, "c": c, "delta": 1e-6, "threshold_noise": Gaussian(1.0),
+                  "query_noise": Gaussian(2.0), "composition": "kov"}
+        if n is not None:
+            params["k_max"] = int(n)
+        return params

@@ -67,8 +67,10 @@ from svtjax._pytree import is_concrete, pytree_dataclass, static_field
 from svtjax.accounting import PureDP, Unproven
 from svtjax.mechanisms.base import Mechanism, register, stream_key, stream_variates
 from svtjax.noise import Exponential, Gumbel, Laplace
+from svtjax.reference import selection as ref
+from svtjax.testing import Case, eps_sensitivity
 
-__all__ = ["EMPeeling", "ReportNoisyMax", "NoisyTopKGap", "NOISES"]
+__all__ = ["SelectionMechanism", "EMPeeling", "ReportNoisyMax", "NoisyTopKGap", "NOISES"]
 
 NOISES = {"laplace": Laplace, "gumbel": Gumbel, "exponential": Exponential}
 """``report-noisy-max``'s noise families, by the name its ``noise`` parameter takes."""
@@ -81,8 +83,9 @@ def _canonical_float(value: Any) -> Any:
     return value
 
 
-class _Selection(Mechanism):
-    """Shared plumbing: noisy scores q + b·z, their top-k, and the Outcome."""
+class SelectionMechanism(Mechanism):
+    """One-shot top-k selection: noisy scores q + b·z, their top-k (one path for every selection
+    mechanism, :func:`_decide`), and the Outcome."""
 
     noise_family: ClassVar[type] = Gumbel
     picks_param: ClassVar[str] = "k"
@@ -105,8 +108,14 @@ class _Selection(Mechanism):
     def stream_length(self, n: int) -> int:
         return self.num_picks()
 
+    def noises(self) -> dict:
+        """The noise added to every score: ``{"query": family(scale())}`` (what
+        ``svtjax._validate.computable`` checks against a run's dtype)."""
+        return {"query": self.noise_family(self.scale())}
+
     def _check_common(self) -> None:
         picks_name = self.picks_param
+        _validate.scalars(self, ("epsilon", "sensitivity"))
         object.__setattr__(self, "epsilon", _canonical_float(
             _validate.positive("epsilon", self.epsilon)))
         object.__setattr__(self, "sensitivity", _canonical_float(
@@ -161,50 +170,61 @@ class _Selection(Mechanism):
         q, _ = self._prepare(queries, thresholds)
         return _call_jit(self, key, q)
 
-    def run_batch(self, keys, queries, thresholds, *, shuffle: bool, vectorized: bool = True
-                  ) -> Outcome:
-        """A batch of trials; ``thresholds`` and ``shuffle`` are ignored (module docstring)."""
-        del thresholds, shuffle
+    def run_batch(self, keys, queries, thresholds, *, shuffle: bool, offsets=None,
+                  vectorized: bool = True, width=None) -> Outcome:
+        """A batch of trials; ``thresholds``, ``offsets``, ``shuffle`` and ``width`` are ignored
+        (module docstring)."""
+        del thresholds, shuffle, offsets, width
         return jax.vmap(lambda key: _trial(self, key, queries, vectorized))(keys)
+
+    def working_bytes(self, n: int, itemsize: int, shuffle: bool) -> int:
+        del shuffle
+        k = self.num_picks()
+        return k * (1 + 4 + 2 * itemsize) + n * 3 * itemsize
 
 
 # -- kernel (one trial) --------------------------------------------------------------------
 
 def _draw(family: type, key, n: int, dtype) -> Draws:
     z = stream_variates(stream_key(key, "query"), n, family.standard, dtype)
-    return Draws(threshold=None, query=z)
+    return Draws(query=z)
 
 
 def _top(scores, k: int, vectorized: bool):
-    """Indices of the k largest scores, largest first; ties to the lower index."""
+    """The k largest scores, largest first, and their indices; ties to the lower index."""
     if vectorized:
         # top_k orders +0.0 above -0.0; equal numbers must tie (lower index), as in argmax.
         scores = jnp.where(scores == 0, jnp.zeros((), scores.dtype), scores)
-        return lax.top_k(scores, k)[1].astype(jnp.int32)
+        values, idx = lax.top_k(scores, k)
+        return values, idx.astype(jnp.int32)
 
     def peel(r, carry):  # one round: the best remaining item, then remove it
-        remaining, picks = carry
+        remaining, values, picks = carry
         j = jnp.argmax(remaining).astype(jnp.int32)  # first maximal index
-        return remaining.at[j].set(-jnp.inf), picks.at[r].set(j)
+        return remaining.at[j].set(-jnp.inf), values.at[r].set(remaining[j]), picks.at[r].set(j)
 
-    init = (scores, jnp.zeros((k,), jnp.int32))
-    return lax.fori_loop(0, k, peel, init)[1]
+    init = (scores, jnp.zeros((k,), scores.dtype), jnp.zeros((k,), jnp.int32))
+    _, values, picks = lax.fori_loop(0, k, peel, init)
+    return values, picks
 
 
-def _decide(mech: _Selection, draws: Draws, q, vectorized: bool) -> Outcome:
+def _decide(mech: SelectionMechanism, draws: Draws, q, vectorized: bool) -> Outcome:
     dtype = q.dtype
     k = mech.num_picks()
     noisy = q + jnp.asarray(mech.scale(), dtype) * jnp.asarray(draws.query, dtype)
     if mech.releases_gaps:  # Ding'19 Algorithm 1 lines 5-7: rank k+1, release k gaps
-        ranked = _top(noisy, k + 1, vectorized)
-        picks, values = ranked[:k], noisy[ranked[:k]] - noisy[ranked[1:]]
+        # The gaps come from top_k's own values: gathering noisy[ranked] under vmap compiled
+        # to a 10^3x slower kernel on XLA's CPU backend (noisy-top-k-gap was 22x slower than
+        # report-noisy-max at the same k).
+        ranked_values, ranked = _top(noisy, k + 1, vectorized)
+        picks, values = ranked[:k], ranked_values[:k] - ranked_values[1:]
     else:
-        picks, values = _top(noisy, k, vectorized), jnp.full((k,), jnp.nan, dtype)
+        picks, values = _top(noisy, k, vectorized)[1], jnp.full((k,), jnp.nan, dtype)
     return Outcome(answers=jnp.ones((k,), jnp.int8), items=picks, values=values,
                    cost=jnp.full((k,), jnp.asarray(mech.pick_cost(), dtype)))
 
 
-def _trial(mech: _Selection, key, q, vectorized: bool = True) -> Outcome:
+def _trial(mech: SelectionMechanism, key, q, vectorized: bool = True) -> Outcome:
     return _decide(mech, _draw(mech.noise_family, key, q.shape[0], q.dtype), q, vectorized)
 
 
@@ -224,9 +244,9 @@ def _call_jit(mech, key, q):
 
 # -- the mechanisms ------------------------------------------------------------------------
 
-@register
+@register(reference=ref.em_peeling, cases=[Case("em-peeling", {"c": 3}, eps_sensitivity)])
 @pytree_dataclass
-class EMPeeling(_Selection):
+class EMPeeling(SelectionMechanism):
     """The exponential mechanism run c times at ε/c, picked items removed (Lyu et al. 2017, §4.4).
 
     Lyu et al. 2017, Section 4.4 ("SVT versus EM"; seed lines ~1808-1830): one runs EM c times,
@@ -279,9 +299,14 @@ class EMPeeling(_Selection):
                       float(self.epsilon))
 
 
-@register
+@register(reference=ref.report_noisy_max, cases=[
+    Case("report-noisy-max", {"k": 3}, eps_sensitivity),
+    Case("report-noisy-max-gumbel-monotonic", {"k": 2, "noise": "gumbel", "monotonic": True},
+         eps_sensitivity),
+    Case("report-noisy-max-exponential", {"noise": "exponential"}, eps_sensitivity),
+])
 @pytree_dataclass
-class ReportNoisyMax(_Selection):
+class ReportNoisyMax(SelectionMechanism):
     """One-shot noisy top-k: add noise to every score, report the k largest (best first).
 
     Ding et al. 2019, Algorithm 1 without the gaps (lines 2-5: η_i ~ Lap(2k/ε), q̃_i = q_i + η_i,
@@ -330,8 +355,7 @@ class ReportNoisyMax(_Selection):
     name = "report-noisy-max"
 
     def __post_init__(self):
-        if not isinstance(self.noise, str) or self.noise not in NOISES:
-            raise ValueError(f"noise must be one of {sorted(NOISES)}; got {self.noise!r}")
+        _validate.one_of("noise", self.noise, tuple(NOISES))
         self._check_common()
 
     @property
@@ -360,9 +384,12 @@ class ReportNoisyMax(_Selection):
                         "kΔ/ε)", eps)
 
 
-@register
+@register(reference=ref.noisy_top_k_gap, cases=[
+    Case("noisy-top-k-gap", {"k": 3}, eps_sensitivity),
+    Case("noisy-top-k-gap-monotonic", {"k": 1, "monotonic": True}, eps_sensitivity),
+])
 @pytree_dataclass
-class NoisyTopKGap(_Selection):
+class NoisyTopKGap(SelectionMechanism):
     """Noisy-Top-K-with-Gap (Ding, Wang, Zhang, Kifer 2019, Algorithm 1).
 
     Lines 2-4: η_i ~ Lap(2kΔ/ε), q̃_i = q_i + η_i (Lap(kΔ/ε) for monotonic/counting queries);

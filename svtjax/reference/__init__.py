@@ -1,49 +1,49 @@
 """Plain-Python/numpy reference implementations, one per registry name.
 
 Each is written from its paper's pseudo-code, line by line, never from the JAX kernels, and takes
-the same ``Draws`` (as numpy arrays). ``run(mech, draws, queries, thresholds)`` dispatches on the
-mechanism's registry name and parameters; the common-random-number tests check that it returns
-exactly what ``mech.decide`` returns.
+the same ``Draws`` (as numpy arrays). A mechanism is registered together with its reference
+(``svtjax.mechanisms.register(..., reference=fn)``); ``run(mech, draws, queries, thresholds)``
+calls it with the mechanism's parameters, and the common-random-number tests
+(``svtjax.testing.assert_matches_reference``) check that it returns exactly what
+``mech.decide`` returns.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Mapping
+from typing import Callable, Iterator
 
 import numpy as np
 
 from svtjax._core import Draws, Outcome
-from svtjax.reference import adaptive, classic, selection
-from svtjax.reference import exponential as exponential_ref
-from svtjax.reference import generalized as generalized_ref
+from svtjax.reference import adaptive, classic, exponential, generalized, selection
 from svtjax.reference.classic import stream_order
 
-__all__ = ["REFERENCES", "run", "stream_order", "classic", "selection"]
-
-REFERENCES: dict[str, Callable[..., Outcome]] = {
-    "lyu-alg1": classic.lyu_alg1,
-    "dpbook": classic.dpbook,
-    "roth11": classic.roth11,
-    "lee-clifton": classic.lee_clifton,
-    "stoddard": classic.stoddard,
-    "chen": classic.chen,
-    "svt-s": classic.svt_s,
-    "svt-retr": classic.svt_retr,
-    "svt-gap": classic.svt_gap,
-    "em-peeling": selection.em_peeling,
-    "report-noisy-max": selection.report_noisy_max,
-    "noisy-top-k-gap": selection.noisy_top_k_gap,
-    "adaptive-svt-gap": adaptive.adaptive_svt_gap,
-    "svt-exp": exponential_ref.svt_exp,
-    "generalized-svt": generalized_ref.generalized_svt,
-    "stagewise-svt": generalized_ref.stagewise_svt,
-}
+__all__ = ["REFERENCES", "run", "stream_order", "adaptive", "classic", "exponential",
+           "generalized", "selection"]
 
 
-def _numpy(x):
-    if x is None:
-        return None
-    return np.asarray(x)
+class _References(Mapping):
+    """Registry name -> numpy reference, read from the mechanism registry (a live view)."""
+
+    def _entries(self) -> dict[str, Callable[..., Outcome]]:
+        from svtjax.mechanisms import base
+
+        return {name: base.entry(name).reference for name in base.names()
+                if base.entry(name).reference is not None}
+
+    def __getitem__(self, name: str) -> Callable[..., Outcome]:
+        return self._entries()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries())
+
+    def __len__(self) -> int:
+        return len(self._entries())
+
+
+REFERENCES: Mapping[str, Callable[..., Outcome]] = _References()
+"""Registry name -> reference function (every registered mechanism that has one)."""
 
 
 def run(mech, draws: Draws, queries, thresholds) -> Outcome:
@@ -52,13 +52,6 @@ def run(mech, draws: Draws, queries, thresholds) -> Outcome:
     if name not in REFERENCES:
         raise ValueError(f"no numpy reference for {name!r}; references exist for "
                          f"{sorted(REFERENCES)}")
-    params = dict(mech.params())
-    explicit = params.get("allocation") == "explicit"
-    if name in ("svt-s", "svt-retr", "svt-gap", "svt-exp") and explicit:
-        params["allocation"] = tuple(float(x) for x in mech._split)
-    for key, value in list(params.items()):
-        if isinstance(value, np.ndarray) or hasattr(value, "shape"):
-            arr = np.asarray(value)
-            params[key] = arr.item() if arr.ndim == 0 else arr
-    draws = Draws(*(_numpy(x) for x in draws))
-    return REFERENCES[name](draws, np.asarray(queries), np.asarray(thresholds), **params)
+    draws = Draws({k: np.asarray(v) for k, v in draws.items()})
+    return REFERENCES[name](draws, np.asarray(queries), np.asarray(thresholds),
+                            **mech.reference_params())

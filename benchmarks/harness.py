@@ -1,0 +1,738 @@
+"""The benchmark suite behind ``svtjax bench``: svtjax on the researchers' own workload.
+
+The headline (issue 19) is the workload of the SVT papers' experiments (:mod:`benchmarks.workload`):
+Zipf scores 10,000 / i stored in one fixed random order, ``svt-s`` with monotonic queries and the
+1:c^(2/3) split, ε = 0.5, c = 50; per trial the selected items and the halting position. Cases:
+n = 10^4 × 10^3 trials and n = 10^3 × 10^4 trials, each in the fixed random order (``fixed``)
+and with a fresh random order per trial (``shuffle``); the sorted order (``sorted``) is an extra
+mode. How the papers' code prepares and runs this (read in Ding, Wang, Zhang, Kifer's published
+experiment code for the Free Gap paper, github.com/yxwangcs/freegap): ``freegap/__main__.py``
+(``process_datasets``) shuffles each dataset's item counts once with
+``np.random.RandomState(0)``; ``freegap/adaptivesvt.py`` runs the SVT as a
+``numba.njit(fastmath=True)`` while-loop drawing ``np.random.laplace`` per item inside the loop
+until the k-th ⊤; ``freegap/evaluate.py`` splits the trials into one equal chunk per core of a
+``multiprocessing.Pool(cpu_count())``, each worker seeding its own generator. The baselines
+follow that (:mod:`benchmarks.baselines`). The engines of a case, timed in interleaved rounds
+(one sample of each in turn, after one untimed warm-up round that also compiles;
+:func:`benchmarks.timing.interleaved`):
+
+* ``svtjax`` — ``simulate`` returning full Outcomes, then ``svtjax.selected(out, c)`` and the
+  halting positions (``svtjax.prefix_counts``) in one jitted call
+  (:func:`benchmarks.workload.selected_and_halts`), ``block_until_ready``;
+* ``svtjax-f1`` — ``simulate(..., reduce=)`` computing per-trial F1 and SER of the selection
+  (``svtjax.metrics``, scores bound with ``jax.tree_util.Partial``) and the halting position;
+* ``svtjax-count`` — ``simulate(..., reduce=)`` counting evaluated positions and ⊤ only;
+* ``numba`` — the papers' loop (:mod:`benchmarks.baselines`), one thread, writing the selected
+  items and halting positions; ``numba-count`` — the same loop writing nothing, only counting;
+* ``numba-pool`` — that loop in a process pool over all cores (created and warmed before any
+  timing), as the papers' code runs its trials;
+* ``numpy-vectorized`` — all noise of a chunk of trials at once, a cumsum finds the halt;
+* ``rng-floor`` — the default generator's float32 Laplace floor (:mod:`benchmarks.rng`).
+
+Figures: throughput = n × trials / median wall seconds; evaluated rate = positions evaluated /
+s; ratios of the svtjax engines to the numba engines; the ratio to the physical limit = svtjax's
+throughput ÷ (RNG-floor rate ÷ fraction of the stream read) = evaluated rate ÷ floor rate. Then
+every registered mechanism (``svtjax.names()``, with the parameters of its ``example_params``
+hook) runs ``simulate`` with full Outcomes on the same cases (engine ``simulate``), the RNG floor
+of every JAX generator is measured, and two subprocess checks follow (:mod:`benchmarks.probes`).
+
+Each run writes one JSON record (every timed sample, machine, device, versions, load average,
+config) to ``benchmarks/results/<machine>-<time>.json``; ``benchmarks/RESULTS.md`` is generated
+from the records (:mod:`benchmarks.render`), never typed by hand.
+
+    svtjax bench [options]            # from a source checkout
+    python benchmarks/harness.py [options]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as _dt
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+if __package__ in (None, ""):  # run as a script: the checkout root goes on sys.path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks import baselines, machine, probes, render, rng, timing, workload  # noqa: E402
+
+__all__ = ["SCHEMA", "Config", "quick_config", "run", "headline_case", "mechanism_case",
+           "mechanism_engine",
+           "rng_floor_table", "headline", "main", "MODES", "HEADLINE_ENGINES"]
+
+SCHEMA = "svtjax-bench/2"
+HEADLINE = workload.HEADLINE
+MODES = ("fixed", "shuffle", "sorted")
+HEADLINE_ENGINES = ("svtjax", "svtjax-f1", "svtjax-count", "numba", "numba-count", "numba-pool",
+                    "numpy-vectorized", "rng-floor")
+SVTJAX_ENGINES = ("svtjax", "svtjax-f1", "svtjax-count")
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """What one benchmark run measures.
+
+    Attributes:
+      sizes: ``(n, trials)`` cases.
+      modes: subset of :data:`MODES`.
+      repeats: timed samples per engine (interleaved rounds, after one warm-up round).
+      only: mechanism names to run (None: every registered one); the headline runs when svt-s
+        is among them.
+      epsilon, c, seed: the workload's ε and cut-off, and the root seed of every engine.
+      headline: run the headline cases (when svt-s is among the mechanisms).
+      engines: the headline engines to run (subset of :data:`HEADLINE_ENGINES`).
+      baselines: run the headline's baselines (numba, process pool, numpy, RNG floor).
+      pool: run the process-pool baseline; ``pool_workers`` its size (default: usable cores).
+      numpy: run the numpy-vectorized baseline.
+      baseline_max_trials: time the CPU baselines on at most this many trials and scale the
+        times linearly (GPU cases of 10^6 trials); None: all trials.
+      mechanisms: time every mechanism (``simulate``, full Outcomes).
+      rng_floors: measure the RNG floor of every generator, distribution and keying;
+        ``floor_impls`` the generators.
+      floor_max_draws: variates per RNG-floor call at most.
+      cache_check, cache_check_size, cache_check_cold: the persistent compilation-cache check.
+      memory_check, memory_n, memory_trials, memory_chunks: the peak-RSS check.
+      quick: the smoke-test configuration; suite: "full", "quick" or "custom" (RESULTS.md shows
+        "full" records).
+    """
+
+    sizes: tuple = ((10_000, 1_000), (1_000, 10_000))
+    modes: tuple = ("fixed", "shuffle")
+    repeats: int = 5
+    only: Optional[tuple] = None
+    epsilon: float = workload.EPSILON
+    c: int = workload.C
+    seed: int = 0
+    headline: bool = True
+    engines: tuple = HEADLINE_ENGINES
+    baselines: bool = True
+    pool: bool = True
+    pool_workers: Optional[int] = None
+    numpy: bool = True
+    baseline_max_trials: Optional[int] = None
+    mechanisms: bool = True
+    rng_floors: bool = True
+    floor_impls: tuple = rng.IMPLS
+    floor_max_draws: int = 1 << 24
+    cache_check: bool = True
+    cache_check_size: tuple = (10_000, 1_000)
+    cache_check_cold: bool = True
+    memory_check: bool = True
+    memory_n: int = 1_000
+    memory_trials: int = 1_000_000
+    memory_chunks: tuple = (1_000, 10_000, 100_000)
+    quick: bool = False
+    suite: str = "full"
+
+
+def quick_config(**overrides) -> Config:
+    """A smoke test of the whole pipeline: svt-s only, one tiny case, no subprocess checks (its
+    time is mostly compilation: about a minute on the 2-core VM)."""
+    base = dict(sizes=((1_000, 200),), repeats=2, only=(HEADLINE,), pool_workers=2,
+                floor_max_draws=1 << 16, cache_check=False, memory_check=False, quick=True,
+                suite="quick")
+    base.update(overrides)
+    return Config(**base)
+
+
+# -- rows ------------------------------------------------------------------------------------
+
+def _row(engine: str, mechanism: str, n: int, trials: int, mode: str, **fields) -> dict:
+    row = {"engine": engine, "mechanism": mechanism, "n": n, "trials": trials, "mode": mode,
+           "status": "ok", "load_1m": (machine.load() or [None])[0]}
+    row.update(fields)
+    if row["status"] == "ok" and "median_s" in row:
+        med = row["median_s"]
+        row["throughput"] = row.get("draws", n * trials) / med
+        if row.get("evaluated") is not None:
+            length = row.setdefault("stream_length", n)
+            row["evaluated_fraction"] = row["evaluated"] / (length * trials)
+            row["evaluated_rate"] = row["evaluated"] / med
+    return row
+
+
+def _skipped(engine, mechanism, n, trials, mode, reason) -> dict:
+    return _row(engine, mechanism, n, trials, mode, status="skipped", reason=reason)
+
+
+def _engine(call: Callable[[], Any], summarise: Callable[[Any], dict], scale: float = 1.0):
+    """A timing function ``fn(repeats) -> row`` for :func:`benchmarks.timing.interleaved`.
+
+    Its first call is untimed (compilation) and recorded as ``first_call_s``; ``summarise``
+    turns the last output into row fields after the timed samples. ``scale`` multiplies the
+    timed samples and the counts (a baseline timed on a subset of the trials).
+    """
+    state: dict = {}
+
+    def fn(repeats: int) -> dict:
+        if "first" not in state:
+            t0 = time.perf_counter()
+            call()
+            state["first"] = time.perf_counter() - t0  # compiles: not scaled
+            state["number"] = timing.calls_per_sample(call)
+        times, out, number = timing.timed(call, repeats, number=state["number"])
+        row = {"times_s": [t * scale for t in times], "first_call_s": state["first"],
+               "calls_per_sample": number}
+        row.update(summarise(out))
+        if scale != 1.0 and row.get("evaluated") is not None:
+            row["evaluated"] = int(round(row["evaluated"] * scale))
+        return row
+
+    return fn
+
+
+def _picks_summary(picks, halts, scores, c, trials) -> dict:
+    import numpy as np
+
+    picks = np.asarray(picks)
+    f1, ser = workload.selection_metrics(picks, scores, c)
+    return {"evaluated": int(np.asarray(halts, np.int64).sum()),
+            "tops_per_trial": float((picks >= 0).sum()) / trials, "f1_mean": f1,
+            "ser_mean": ser}
+
+
+# -- the headline ----------------------------------------------------------------------------
+
+def _svtjax_engines(mech, q, threshold, trials, shuffle, seed, c) -> dict:
+    import jax
+    import jax.numpy as jnp
+
+    import svtjax
+
+    run = dict(trials=trials, seed=seed, shuffle=shuffle)
+
+    post = workload.selected_and_halts(c)
+
+    def outcome_selected():
+        return jax.block_until_ready(post(svtjax.simulate(mech, q, threshold, **run)))
+
+    f1_reduce = jax.tree_util.Partial(workload.MetricReducer(c), jnp.asarray(q))
+
+    def metrics():
+        return jax.block_until_ready(svtjax.simulate(mech, q, threshold, reduce=f1_reduce,
+                                                     **run))
+
+    def counts():
+        return jax.block_until_ready(svtjax.simulate(mech, q, threshold,
+                                                     reduce=workload.count_reduce, **run))
+
+    def f1_summary(out):
+        f1, ser, halts = (float(x) for x in out)
+        return {"evaluated": int(halts), "f1_mean": f1 / trials, "ser_mean": ser / trials}
+
+    def count_summary(out):
+        evaluated, tops = (int(x) for x in out)
+        return {"evaluated": evaluated, "tops_per_trial": tops / trials}
+
+    return {
+        "svtjax": _engine(outcome_selected,
+                          lambda out: _picks_summary(out[0], out[1], q, c, trials)),
+        "svtjax-f1": _engine(metrics, f1_summary),
+        "svtjax-count": _engine(counts, count_summary),
+    }
+
+
+def _baseline_engines(cfg: Config, q, threshold, trials, shuffle, pool) -> dict:
+    rho_scale, nu_scale = workload.svt_s_scales(cfg.epsilon, cfg.c)
+    c, seed = cfg.c, cfg.seed
+    sub = trials if cfg.baseline_max_trials is None else min(trials, cfg.baseline_max_trials)
+    scale = trials / sub
+    args = (q, threshold, rho_scale, nu_scale, c, sub, shuffle, seed)
+    engines: dict = {}
+    try:
+        baselines.numba_kernel()
+    except ImportError as err:
+        reason = f"numba is not importable ({err})"
+        skip = lambda r: {"status": "skipped", "reason": reason}  # noqa: E731
+        engines.update({"numba": skip, "numba-count": skip, "numba-pool": skip})
+    else:
+        engines["numba"] = _engine(lambda: baselines.run_numba(*args),
+                                   lambda o: _picks_summary(o[0], o[1], q, c, sub), scale)
+        engines["numba-count"] = _engine(lambda: baselines.run_numba(*args, store=False),
+                                         lambda o: {"evaluated": o[2]}, scale)
+        if pool is not None:
+            engines["numba-pool"] = _engine(lambda: pool.run(*args),
+                                            lambda o: dict(_picks_summary(o[0], o[1], q, c, sub),
+                                                           workers=pool.workers), scale)
+    if cfg.numpy:
+        engines["numpy-vectorized"] = _engine(
+            lambda: baselines.numpy_vectorized(*args),
+            lambda o: _picks_summary(o[0], o[1], q, c, sub), scale)
+    return engines
+
+
+def _floor_engine(n, trials, cfg: Config):
+    t, b = rng.floor_shape(n, trials, cfg.floor_max_draws)
+    fn = rng.floor_timer(rng.DEFAULT_IMPL, "laplace", "array", t, b, cfg.seed)
+
+    def floor(repeats):
+        row = fn(repeats)
+        row["note"] = (f"jax.random.laplace(key, ({t}, {b * rng.BLOCK}), float32), "
+                       f"{rng.DEFAULT_IMPL}")
+        return row
+
+    return floor
+
+
+def headline_case(cfg: Config, n: int, trials: int, mode: str, pool=None) -> list:
+    """Every engine of one headline case, timed in interleaved rounds; one row per engine."""
+    import svtjax
+
+    order = "sorted" if mode == "sorted" else "fixed"
+    shuffle = mode == "shuffle"
+    q, threshold = workload.zipf_workload(n, cfg.c, order)
+    params = workload.headline_params(cfg.epsilon, cfg.c)
+    mech = svtjax.get(HEADLINE, **params)
+    engines = _svtjax_engines(mech, q, threshold, trials, shuffle, cfg.seed, cfg.c)
+    if cfg.baselines:
+        engines.update(_baseline_engines(cfg, q, threshold, trials, shuffle, pool))
+        engines["rng-floor"] = _floor_engine(n, trials, cfg)
+    engines = {k: v for k, v in engines.items() if k in cfg.engines}
+    rows = []
+    for engine, row in timing.interleaved(engines, cfg.repeats).items():
+        mech_name = "-" if engine == "rng-floor" else HEADLINE
+        if row.get("status") == "skipped":
+            rows.append(_skipped(engine, mech_name, n, trials, mode, row["reason"]))
+            continue
+        extra: dict = {"table": "headline"}
+        if engine.startswith("svtjax"):
+            extra["params"] = params
+        if engine.startswith(("numba", "numpy")) and cfg.baseline_max_trials is not None:
+            extra["extrapolated"] = {"timed_trials": min(trials, cfg.baseline_max_trials),
+                                     "total_trials": trials,
+                                     "note": "timed on the first trials, scaled linearly"}
+        rows.append(_row(engine, mech_name, n, trials, mode, **extra, **row))
+    return rows
+
+
+# -- every mechanism -------------------------------------------------------------------------
+
+def mechanism_engine(name: str, cfg: Config, n: int, trials: int, mode: str):
+    """``(params, fn)``: a registered mechanism with its example parameters, and a timing
+    function (for :func:`benchmarks.timing.interleaved`) of ``simulate`` with full Outcomes.
+
+    Raises:
+      LookupError, TypeError, ValueError: the mechanism cannot run this workload.
+    """
+    import jax
+    import numpy as np
+
+    import svtjax
+
+    order = "sorted" if mode == "sorted" else "fixed"
+    q, threshold = workload.zipf_workload(n, cfg.c, order)
+    params = workload.mechanism_params(name, epsilon=cfg.epsilon, c=cfg.c, n=n)
+    mech = svtjax.get(name, **params)
+
+    def call():
+        return jax.block_until_ready(svtjax.simulate(mech, q, threshold, trials=trials,
+                                                     seed=cfg.seed, shuffle=mode == "shuffle"))
+
+    def summarise(out):
+        answers = np.asarray(out.answers)
+        return {"evaluated": int((answers >= 0).sum()), "stream_length": int(answers.shape[-1]),
+                "tops_per_trial": float((answers == 1).sum()) / trials}
+
+    return params, _engine(call, summarise)
+
+
+def mechanism_case(name: str, cfg: Config, n: int, trials: int, mode: str) -> dict:
+    """``simulate`` with full Outcomes for one registered mechanism (its example parameters)."""
+    try:
+        params, fn = mechanism_engine(name, cfg, n, trials, mode)
+    except (LookupError, TypeError, ValueError) as err:
+        return _skipped("simulate", name, n, trials, mode, str(err))
+    try:
+        row = fn(cfg.repeats)
+    except Exception as err:  # noqa: BLE001 - a failing mechanism must not stop the run
+        return _skipped("simulate", name, n, trials, mode, f"failed: {type(err).__name__}: {err}")
+    row["median_s"] = timing.median(row["times_s"])
+    row["compile_s"] = max(row["first_call_s"] - row["median_s"], 0.0)
+    return _row("simulate", name, n, trials, mode, table="mechanisms", params=params, **row)
+
+
+# -- RNG floors ------------------------------------------------------------------------------
+
+def rng_floor_table(cfg: Config, n: int, trials: int) -> list:
+    """Every generator × distribution × keying, interleaved; one row each (rate = draws / s)."""
+    t, b = rng.floor_shape(n, trials, cfg.floor_max_draws)
+    fns = {f"{impl}/{dist}/{form}": rng.floor_timer(impl, dist, form, t, b, cfg.seed)
+           for impl in cfg.floor_impls for dist in rng.DISTS for form in rng.FORMS}
+    rows = []
+    for name, row in timing.interleaved(fns, cfg.repeats).items():
+        impl, dist, form = name.split("/")
+        if row.get("status") == "skipped":
+            rows.append({"impl": impl, "dist": dist, "form": form, "status": "skipped",
+                         "reason": row["reason"]})
+            continue
+        row = dict(row, status="ok", rate=row["draws"] / row["median_s"],
+                   load_1m=(machine.load() or [None])[0])
+        rows.append(row)
+    return rows
+
+
+# -- the run ---------------------------------------------------------------------------------
+
+def _log(msg: str, verbose: bool) -> None:
+    if verbose:
+        print(msg, file=sys.stderr, flush=True)
+
+
+def _mechanisms(cfg: Config) -> list:
+    import svtjax
+
+    names = list(svtjax.names())
+    return [x for x in names if x in cfg.only] if cfg.only else names
+
+
+def _open_pool(cfg: Config, verbose: bool):
+    if not (cfg.baselines and cfg.pool and "numba-pool" in cfg.engines):
+        return None, {"status": "skipped", "reason": "disabled"}
+    try:
+        t0 = time.perf_counter()
+        pool = baselines.NumbaPool(cfg.pool_workers)
+    except ImportError as err:
+        return None, {"status": "skipped", "reason": f"numba is not importable ({err})"}
+    except Exception as err:  # noqa: BLE001 - the rest of the run goes on without it
+        return None, {"status": "skipped", "reason": f"failed: {type(err).__name__}: {err}"}
+    info = {"status": "ok", "workers": pool.workers, "start_method": "spawn",
+            "startup_s": time.perf_counter() - t0}
+    _log(f"[bench] process pool: {pool.workers} workers, warm in {info['startup_s']:.1f} s",
+         verbose)
+    return pool, info
+
+
+def new_record(cfg: Config, argv: Optional[Sequence[str]] = None) -> dict:
+    """The record's header: schema, time, machine, device, versions, source, config."""
+    import svtjax
+
+    rho_scale, nu_scale = workload.svt_s_scales(cfg.epsilon, cfg.c)
+    return {
+        "schema": SCHEMA,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "machine": machine.machine_info(),
+        "device": machine.device_info(),
+        "versions": machine.versions(),
+        "source": machine.source_state(),
+        "allocator_tuned": machine.tune_allocator(),
+        "config": dict(dataclasses.asdict(cfg), argv=list(argv) if argv is not None else None,
+                       workload={"scores": "q_i = 10000 / i (float32)",
+                                 "order": f"fixed: np.random.RandomState({workload.ORDER_SEED})"
+                                          ".permutation(n); sorted: decreasing",
+                                 "threshold": f"mean of the {cfg.c}th and {cfg.c + 1}th largest",
+                                 "headline_params": workload.headline_params(cfg.epsilon, cfg.c),
+                                 "baseline_scales": {"threshold": rho_scale, "query": nu_scale},
+                                 "dtype": "float32"},
+                       registered=list(svtjax.names())),
+        "load_average": {"start": machine.load()},
+        "results": [],
+    }
+
+
+def run(cfg: Config, *, verbose: bool = True, argv: Optional[Sequence[str]] = None,
+        deadline: Optional[float] = None,
+        checkpoint: Optional[Callable[[dict], None]] = None) -> dict:
+    """Runs the benchmark described by ``cfg``; returns the JSON record.
+
+    Args:
+      cfg: what to measure.
+      verbose: progress lines on stderr.
+      argv: the command line, recorded.
+      deadline: a ``time.monotonic()`` after which no new case starts (the cases left are
+        recorded as skipped); None: no limit.
+      checkpoint: called with the record so far after every case (e.g. to write a partial
+        record to disk).
+    """
+    started = time.perf_counter()
+    record = new_record(cfg, argv)
+    results = record["results"]
+    names = _mechanisms(cfg)
+    with_headline = cfg.headline and HEADLINE in names
+
+    def out_of_time() -> bool:
+        return deadline is not None and time.monotonic() > deadline
+
+    def step(label: str, fn: Callable[[], list], skipped: Callable[[str], list]) -> None:
+        if out_of_time():
+            results.extend(skipped("skipped: the run's time budget was spent"))
+        else:
+            _log(f"[bench] {label}", verbose)
+            try:
+                results.extend(fn())
+            except Exception as err:  # noqa: BLE001 - one failing case must not stop the run
+                results.extend(skipped(f"failed: {type(err).__name__}: {err}"))
+        if checkpoint is not None:
+            checkpoint(record)
+
+    pool, record["pool"] = (_open_pool(cfg, verbose) if with_headline
+                            else (None, {"status": "skipped", "reason": "no headline"}))
+    try:
+        for n, trials in cfg.sizes if with_headline else ():
+            for mode in cfg.modes:
+                step(f"headline n={n} trials={trials} {mode} ({cfg.repeats} interleaved rounds)",
+                     lambda: headline_case(cfg, n, trials, mode, pool),
+                     lambda why: [_skipped(e, HEADLINE, n, trials, mode, why)
+                                  for e in cfg.engines])
+    finally:
+        if pool is not None:
+            pool.close()
+    for n, trials in cfg.sizes if cfg.mechanisms else ():
+        for name in names:
+            for mode in cfg.modes:
+                step(f"simulate {name} n={n} trials={trials} {mode}",
+                     lambda: [mechanism_case(name, cfg, n, trials, mode)],
+                     lambda why: [_skipped("simulate", name, n, trials, mode, why)])
+    if cfg.rng_floors and not out_of_time():
+        n, trials = max(cfg.sizes, key=lambda s: s[0] * s[1])
+        _log("[bench] RNG floors: " + ", ".join(cfg.floor_impls), verbose)
+        record["rng_floors"] = rng_floor_table(cfg, n, trials)
+    if cfg.cache_check and not out_of_time():
+        _log("[bench] persistent compilation cache check (subprocesses)", verbose)
+        n, trials = cfg.cache_check_size
+        record["compile_cache"] = probes.cache_check(n, trials, epsilon=cfg.epsilon, c=cfg.c,
+                                                     cold=cfg.cache_check_cold)
+    else:
+        record["compile_cache"] = {"status": "skipped",
+                                   "reason": "disabled" if not cfg.cache_check else "time"}
+    if cfg.memory_check and not out_of_time():
+        _log(f"[bench] peak-memory check ({len(cfg.memory_chunks)} subprocesses)", verbose)
+        record["memory"] = probes.memory_check(cfg.memory_n, cfg.memory_trials,
+                                               cfg.memory_chunks, epsilon=cfg.epsilon, c=cfg.c)
+    else:
+        record["memory"] = {"status": "skipped",
+                            "reason": "disabled" if not cfg.memory_check else "time"}
+    record["headline"] = headline(record)
+    record["load_average"]["end"] = machine.load()
+    record["wall_s"] = time.perf_counter() - started
+    if checkpoint is not None:
+        checkpoint(record)
+    return record
+
+
+# -- summary ---------------------------------------------------------------------------------
+
+def _find(results, engine, n, trials, mode) -> Optional[dict]:
+    for r in results:
+        if (r["engine"], r["n"], r["trials"], r["mode"]) == (engine, n, trials, mode) and (
+                r["status"] == "ok" and r.get("table", "headline") == "headline"):
+            return r
+    return None
+
+
+def _ratio(a: Optional[dict], b: Optional[dict]) -> Optional[float]:
+    return None if a is None or b is None else a["throughput"] / b["throughput"]
+
+
+RATIOS = (("svtjax", "numba"), ("svtjax", "numba-pool"), ("svtjax-f1", "numba"),
+          ("svtjax-f1", "numba-pool"), ("svtjax-f1", "svtjax"), ("svtjax-count", "numba-count"),
+          ("svtjax", "numpy-vectorized"))
+
+
+def headline(record: dict) -> list:
+    """Per headline case: every engine's throughput, the ratios of :data:`RATIOS`, the RNG
+    floor and each engine's fraction of the physical limit (evaluated rate / floor rate)."""
+    results = record["results"]
+    rows = []
+    cases = []
+    for r in results:
+        key = (r["n"], r["trials"], r["mode"])
+        if r.get("table") == "headline" and key not in cases:
+            cases.append(key)
+    floors = {(f["impl"], f["dist"], f["form"]): f for f in record.get("rng_floors", [])
+              if f.get("status") == "ok"}
+    block_floor = floors.get((rng.DEFAULT_IMPL, "laplace", "block"))
+    for n, trials, mode in cases:
+        found = {e: _find(results, e, n, trials, mode) for e in HEADLINE_ENGINES}
+        # the fraction of the stream read, from the first svtjax engine that ran
+        head = next((found[e] for e in SVTJAX_ENGINES if found[e] is not None), None)
+        floor = found["rng-floor"]
+        row = {"n": n, "trials": trials, "mode": mode,
+               "evaluated_fraction": None if head is None else head.get("evaluated_fraction"),
+               "throughput_of": {e: None if r is None else r["throughput"]
+                                 for e, r in found.items() if e != "rng-floor"},
+               "ratio": {f"{a}/{b}": _ratio(found[a], found[b]) for a, b in RATIOS},
+               "rng_floor_rate": None if floor is None else floor["throughput"],
+               "ratio_to_physical_limit": {}, "ratio_to_block_keyed_limit": {}}
+        if head is not None and floor is not None and head.get("evaluated_fraction"):
+            row["physical_limit"] = floor["throughput"] / head["evaluated_fraction"]
+        for e, r in found.items():
+            if r is None or e == "rng-floor" or r.get("evaluated_rate") is None:
+                continue
+            if floor is not None:
+                row["ratio_to_physical_limit"][e] = r["evaluated_rate"] / floor["throughput"]
+            if block_floor is not None:
+                row["ratio_to_block_keyed_limit"][e] = r["evaluated_rate"] / block_floor["rate"]
+        if found["svtjax"] is not None:
+            row["compile_s"] = found["svtjax"].get("compile_s")
+        rows.append(row)
+    return rows
+
+
+# -- command line ----------------------------------------------------------------------------
+
+class UsageError(ValueError):
+    """Bad command-line input: one line on stderr, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, not usage + message
+        raise UsageError(message)
+
+
+def _size(text: str) -> tuple:
+    try:
+        n, trials = (int(x) for x in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"a size is NxTRIALS, e.g. 10000x1000; got {text!r}") from None
+    if n < 1 or trials < 1:
+        raise argparse.ArgumentTypeError(f"n and trials must be >= 1; got {text!r}")
+    return (n, trials)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1; got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1; got {text!r}")
+    return value
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="svtjax bench", description="Time svtjax on the SVT papers' top-c workload "
+                "against their numba loop (one thread and a process pool) and the RNG floor, "
+                "every registered mechanism and every JAX generator; write a JSON record.")
+    p.add_argument("--quick", action="store_true",
+                   help="smoke test: svt-s only, one tiny case, no subprocess checks")
+    p.add_argument("--out", type=Path, default=None,
+                   help="directory for the JSON record (default: benchmarks/results)")
+    p.add_argument("--repeats", type=_positive, default=None,
+                   help="timed samples per engine, in interleaved rounds (default 5, quick 2)")
+    p.add_argument("--only", action="append", metavar="NAME",
+                   help="run only this mechanism (repeatable; the headline runs with svt-s)")
+    p.add_argument("--size", action="append", type=_size, metavar="NxTRIALS", dest="sizes",
+                   help="workload size, e.g. 10000x1000 (repeatable)")
+    p.add_argument("--mode", action="append", choices=MODES, dest="modes",
+                   help="item order: fixed (one random order), shuffle (per trial), sorted "
+                        "(repeatable; default fixed and shuffle)")
+    p.add_argument("--no-headline", action="store_true",
+                   help="skip the headline cases (svt-s against the baselines)")
+    p.add_argument("--engine", action="append", choices=HEADLINE_ENGINES, dest="engines",
+                   help="run only this headline engine (repeatable; default all)")
+    p.add_argument("--no-baselines", action="store_true",
+                   help="skip numba, the process pool, numpy and the headline's RNG floor")
+    p.add_argument("--no-pool", action="store_true", help="skip the process-pool baseline")
+    p.add_argument("--pool-workers", type=_positive, default=None,
+                   help="processes of the pool baseline (default: usable cores)")
+    p.add_argument("--no-numpy", action="store_true", help="skip the numpy baseline")
+    p.add_argument("--baseline-max-trials", type=_positive, default=None,
+                   help="time the CPU baselines on at most this many trials, scaled linearly")
+    p.add_argument("--no-mechanisms", action="store_true",
+                   help="skip the every-mechanism table")
+    p.add_argument("--no-rng-floors", action="store_true",
+                   help="skip the RNG floor of every generator")
+    p.add_argument("--floor-impl", action="append", choices=rng.IMPLS, dest="floor_impls",
+                   help="generator of the RNG-floor table (repeatable; default all)")
+    p.add_argument("--floor-max-draws", type=_positive, default=None,
+                   help="variates per RNG-floor call at most (default 2^24)")
+    p.add_argument("--no-cache-check", action="store_true",
+                   help="skip the persistent compilation cache check")
+    p.add_argument("--no-memory-check", action="store_true", help="skip the peak-RSS check")
+    p.add_argument("--memory-trials", type=_positive, default=None,
+                   help="trials of the peak-memory run (default 10^6)")
+    p.add_argument("--machine", default=None, help="machine id used in the file name")
+    p.add_argument("--update-results", action="store_true",
+                   help="regenerate RESULTS.md next to the output directory afterwards")
+    p.add_argument("--no-save", action="store_true", help="print only, write no JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    return p
+
+
+_FLAGS = {"no_headline": "headline", "no_baselines": "baselines", "no_pool": "pool",
+          "no_numpy": "numpy", "no_mechanisms": "mechanisms", "no_rng_floors": "rng_floors",
+          "no_cache_check": "cache_check", "no_memory_check": "memory_check"}
+_VALUES = {"repeats": "repeats", "pool_workers": "pool_workers",
+           "baseline_max_trials": "baseline_max_trials", "floor_max_draws": "floor_max_draws",
+           "memory_trials": "memory_trials"}
+
+
+def config_from_args(args: argparse.Namespace) -> Config:
+    """The Config of parsed options; raises UsageError on an unknown mechanism."""
+    import svtjax
+
+    cfg = quick_config() if args.quick else Config()
+    changes: dict = {}
+    if args.only:
+        unknown = sorted(set(args.only) - set(svtjax.names()))
+        if unknown:
+            raise UsageError(f"unknown mechanism(s) {unknown}; registered: "
+                             f"{', '.join(svtjax.names())}")
+        changes["only"] = tuple(dict.fromkeys(args.only))
+    if args.sizes:
+        for n, _ in args.sizes:
+            if n <= cfg.c:
+                raise UsageError(f"--size: n must exceed c = {cfg.c} (the threshold sits "
+                                 f"between the c-th and (c+1)-th score); got n = {n}")
+        changes["sizes"] = tuple(args.sizes)
+    if args.machine is not None and not args.machine.strip():
+        raise UsageError("--machine must be a non-empty name")
+    if args.modes:
+        changes["modes"] = tuple(m for m in MODES if m in args.modes)
+    if args.engines:
+        changes["engines"] = tuple(e for e in HEADLINE_ENGINES if e in args.engines)
+    if args.floor_impls:
+        changes["floor_impls"] = tuple(i for i in rng.IMPLS if i in args.floor_impls)
+    changes.update({field: False for flag, field in _FLAGS.items() if getattr(args, flag)})
+    changes.update({field: getattr(args, opt) for opt, field in _VALUES.items()
+                    if getattr(args, opt) is not None})
+    if (set(changes) - {"repeats"}) and not args.quick:
+        changes["suite"] = "custom"
+    return dataclasses.replace(cfg, **changes)
+
+
+def save(record: dict, out_dir: Path) -> Path:
+    """Writes the record as JSON (serialised first, so a failure leaves no partial file)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = render.record_path(record, out_dir)
+    text = json.dumps(record, indent=1, default=repr) + "\n"
+    path.write_text(text)
+    return path
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """``svtjax bench``: run, print the tables, write the JSON record. Returns an exit status.
+
+    Bad options print one line (``svtjax bench: error: ...``) and return 2.
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = parser().parse_args(argv)
+        cfg = config_from_args(args)
+    except UsageError as err:
+        print(f"svtjax bench: error: {err}", file=sys.stderr)
+        return 2
+    record = run(cfg, verbose=not args.quiet, argv=argv)
+    if args.machine is not None:
+        record["machine"]["machine_id"] = machine.safe_id(args.machine)
+    print(render.tables(record))
+    print(render.checks_text(record))
+    print(f"\nwall {record['wall_s']:.1f} s; load average {record['load_average']}")
+    if not args.no_save:
+        out_dir = Path(args.out) if args.out is not None else RESULTS_DIR
+        print(f"wrote {save(record, out_dir)}")
+        if args.update_results:
+            md = render.write_results_md(out_dir, out_dir.parent / "RESULTS.md")
+            print(f"wrote {md}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

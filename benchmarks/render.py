@@ -1,0 +1,490 @@
+"""Text tables of a benchmark record, and ``benchmarks/RESULTS.md`` generated from the records.
+
+RESULTS.md shows the latest full record per machine (for an accelerator without one, its latest
+narrowed record), plus the latest records of ``bench_reproduce.py`` and ``bench_allocator.py``.
+Records of schema ``svtjax-bench/1`` (before the headline moved to the researchers' workload)
+are rendered as their raw rows, their ``fixed`` mode shown as ``sorted``: it was the Zipf
+stream sorted by score.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+from pathlib import Path
+from typing import Optional, Sequence
+
+__all__ = ["tables", "checks_text", "record_path", "load_records", "latest_per_machine",
+           "render_results_md", "write_results_md", "fmt_rate", "SCHEMAS"]
+
+SCHEMAS = ("svtjax-bench/1", "svtjax-bench/2")
+GPU_TARGET = 0.25
+"""Issue 19's GPU acceptance: at least this fraction of the physical limit at >= 10^5 trials."""
+
+
+# -- formatting ------------------------------------------------------------------------------
+
+def fmt_rate(x: Optional[float]) -> str:
+    if x is None:
+        return "—"
+    for unit, div in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if x >= div:
+            return f"{x / div:.3g}{unit}"
+    return f"{x:.3g}"
+
+
+def _fmt(x: Optional[float], spec: str = ".3g") -> str:
+    return "—" if x is None else format(x, spec)
+
+
+def _pct(x: Optional[float]) -> str:
+    return "—" if x is None else f"{100 * x:.2f}%"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], markdown: bool) -> str:
+    if markdown:
+        out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+        return "\n".join(out + ["| " + " | ".join(r) + " |" for r in rows])
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
+
+    def line(cells):
+        return "  ".join(c.rjust(w) for c, w in zip(cells, widths))
+
+    return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in rows])
+
+
+def _rows_v1(rec: dict) -> list:
+    """A schema-1 record's rows with its ``fixed`` (sorted by score) mode named ``sorted``."""
+    return [dict(r, mode="sorted" if r.get("mode") == "fixed" else r.get("mode"))
+            for r in rec["results"]]
+
+
+# -- tables ----------------------------------------------------------------------------------
+
+def _headline_tables(rec: dict, markdown: bool) -> list:
+    from benchmarks.harness import headline
+
+    head = ["n", "trials", "mode", "reached", "svtjax q/s", "svtjax-f1 q/s", "numba q/s",
+            "numba-pool q/s", "svtjax ÷ numba", "svtjax ÷ pool", "f1 ÷ numba", "f1 ÷ pool",
+            "f1 ÷ svtjax", "RNG floor /s", "svtjax of limit", "f1 of limit"]
+    count_head = ["n", "trials", "mode", "svtjax-count q/s", "numba-count q/s", "ratio",
+                  "count of limit", "numpy-vec q/s", "svtjax ÷ numpy-vec", "of block-keyed limit"]
+    rows, count_rows = [], []
+    for h in headline(rec):  # recomputed from the rows, so every record renders alike
+        t, ratio, lim = h["throughput_of"], h["ratio"], h["ratio_to_physical_limit"]
+        key = [str(h["n"]), str(h["trials"]), h["mode"]]
+        rows.append(key + [_pct(h["evaluated_fraction"]), fmt_rate(t["svtjax"]),
+                           fmt_rate(t["svtjax-f1"]), fmt_rate(t["numba"]),
+                           fmt_rate(t["numba-pool"]), _fmt(ratio["svtjax/numba"]),
+                           _fmt(ratio["svtjax/numba-pool"]), _fmt(ratio["svtjax-f1/numba"]),
+                           _fmt(ratio["svtjax-f1/numba-pool"]), _fmt(ratio["svtjax-f1/svtjax"]),
+                           fmt_rate(h["rng_floor_rate"]), _pct(lim.get("svtjax")),
+                           _pct(lim.get("svtjax-f1"))])
+        count_rows.append(key + [fmt_rate(t["svtjax-count"]), fmt_rate(t["numba-count"]),
+                                 _fmt(ratio["svtjax-count/numba-count"]),
+                                 _pct(lim.get("svtjax-count")), fmt_rate(t["numpy-vectorized"]),
+                                 _fmt(ratio["svtjax/numpy-vectorized"]),
+                                 _pct(h["ratio_to_block_keyed_limit"].get("svtjax"))])
+    if not rows:
+        return []
+    return [_table(head, rows, markdown), _table(count_head, count_rows, markdown)]
+
+
+def _headline_table_v1(rec: dict, markdown: bool) -> Optional[str]:
+    """A schema-1 record's headline, from the summary it stored (its sorted order as such)."""
+    rows = []
+    for h in rec.get("headline") or []:
+        t, ratio = h.get("throughput_of", {}), h.get("ratio", {})
+        rows.append([str(h["n"]), str(h["trials"]),
+                     "sorted" if h["mode"] == "fixed" else h["mode"],
+                     _pct(h.get("evaluated_fraction")), fmt_rate(h.get("throughput")),
+                     fmt_rate(t.get("numba")), fmt_rate(t.get("numba-parallel")),
+                     _fmt(ratio.get("numba")), _fmt(ratio.get("numba-parallel")),
+                     fmt_rate(t.get("svtjax-reduce")), fmt_rate(t.get("numba-count")),
+                     _fmt(h.get("reduce_ratio_to_numba_count")),
+                     _pct(h.get("ratio_to_physical_limit"))])
+    if not rows:
+        return None
+    return _table(["n", "trials", "mode", "reached", "svtjax q/s", "numba q/s",
+                   "numba-parallel q/s", "svtjax ÷ numba", "svtjax ÷ numba-parallel",
+                   "reduce= q/s", "numba-count q/s", "reduce= ÷ numba-count", "svtjax of limit"],
+                  rows, markdown)
+
+
+def _floor_table(rec: dict, markdown: bool) -> Optional[str]:
+    floors = rec.get("rng_floors") or []
+    if not floors:
+        return None
+    base = {(f["dist"], f["form"]): f["rate"] for f in floors
+            if f.get("status") == "ok" and f["impl"] == "threefry2x32"}
+    rows = []
+    for f in floors:
+        if f.get("status") != "ok":
+            rows.append([f["impl"], f["dist"], f["form"], "skipped", f.get("reason", "")[:60],
+                         ""])
+            continue
+        b = base.get((f["dist"], f["form"]))
+        rows.append([f["impl"], f["dist"], f["form"], f"{f['draws']:,}", fmt_rate(f["rate"]),
+                     _fmt(None if b is None else f["rate"] / b)])
+    return _table(["generator", "distribution", "keying", "variates/call", "variates/s",
+                   "÷ threefry"], rows, markdown)
+
+
+def _rows_table(rows: list, markdown: bool) -> str:
+    out = []
+    for r in rows:
+        key = [r.get("table", "-"), r["engine"], r["mechanism"], str(r["n"]), str(r["trials"]),
+               r["mode"]]
+        if r["status"] != "ok":
+            out.append(key + ["skipped", r.get("reason", "")[:60]] + [""] * 7)
+            continue
+        out.append(key + [_fmt(r["median_s"], ".4g"), str(len(r.get("times_s", []))),
+                          fmt_rate(r["throughput"]), fmt_rate(r.get("evaluated_rate")),
+                          _pct(r.get("evaluated_fraction")), _fmt(r.get("f1_mean"), ".4f"),
+                          _fmt(r.get("compile_s"), ".2f"), _fmt(r.get("load_1m"), ".2f"),
+                          "yes" if r.get("extrapolated") else ""])
+    return _table(["table", "engine", "mechanism", "n", "trials", "mode", "median s", "samples",
+                   "q/s", "eval/s", "reached", "F1", "compile s", "load", "extrapolated"],
+                  out, markdown)
+
+
+def tables(rec: dict, markdown: bool = False) -> str:
+    """The record's tables: headline, count-only, RNG floors, every row."""
+    v1 = rec.get("schema") == "svtjax-bench/1"
+    parts, titles = [], []
+    if v1 and _headline_table_v1(rec, markdown):
+        parts.append(_headline_table_v1(rec, markdown))
+        titles.append("Headline as the record stored it: svt-s on the sorted stream (query "
+                      "evaluations per second)")
+    if not v1:
+        heads = _headline_tables(rec, markdown)
+        if heads:
+            parts += heads
+            titles += ["Headline: svt-s on the researchers' workload (query evaluations per "
+                       "second)", "Without output arrays (count-only reducer vs the counting "
+                       "numba loop), and the numpy baseline"]
+        floor = _floor_table(rec, markdown)
+        if floor:
+            parts.append(floor)
+            titles.append("RNG floor under each JAX generator")
+    parts.append(_rows_table(_rows_v1(rec) if v1 else rec["results"], markdown))
+    titles.append("All engines and mechanisms")
+    if markdown:
+        return "\n\n".join(f"#### {t}\n\n{p}" for t, p in zip(titles, parts))
+    return "\n\n".join(f"{t}:\n{p}" for t, p in zip(titles, parts))
+
+
+def checks_text(rec: dict) -> str:
+    """One line per subprocess check (compilation cache, peak memory)."""
+    lines = []
+    cc, mem = rec.get("compile_cache", {}), rec.get("memory", {})
+    if cc.get("status") == "ok":
+        lines.append(f"compile cache: cold first call {cc['cold_first_call_s']:.2f} s, cached "
+                     f"first call {cc['cached_first_call_s']:.2f} s ({cc['speedup']:.2f}x), "
+                     f"warm {cc['warm_call_s']:.3f} s")
+    if mem.get("status") == "ok":
+        for r in mem["chunks"]:
+            if r["status"] == "ok":
+                lines.append(f"memory: chunk {r['chunk']:>7}: peak RSS {r['peak_rss_mib']:.0f} "
+                             f"MiB (one chunk {r['peak_after_one_chunk_mib']:.0f} MiB), "
+                             f"{mem['trials']} trials in {r['run_s']:.1f} s")
+    return "\n".join(lines)
+
+
+# -- records ---------------------------------------------------------------------------------
+
+def record_path(rec: dict, out_dir: Path) -> Path:
+    stamp = rec["created"].replace(":", "").replace("+0000", "").replace("+00:00", "")
+    suffix = "" if rec["config"]["suite"] == "full" else f"-{rec['config']['suite']}"
+    return Path(out_dir) / f"{rec['machine']['machine_id']}-{stamp}{suffix}.json"
+
+
+def load_records(results_dir: Path) -> list:
+    records = []
+    for path in sorted(glob.glob(str(Path(results_dir) / "*.json"))):
+        try:
+            with open(path) as f:
+                rec = json.load(f)
+        except (OSError, json.JSONDecodeError):
+            continue
+        if isinstance(rec, dict) and rec.get("schema") in SCHEMAS:
+            rec["_path"] = path
+            records.append(rec)
+    return records
+
+
+def latest_per_machine(records: list, suites: Sequence[str] = ("full",)) -> list:
+    latest: dict = {}
+    for rec in records:
+        if rec["config"].get("suite") not in suites:
+            continue
+        mid = rec["machine"]["machine_id"]
+        if mid not in latest or rec["created"] > latest[mid]["created"]:
+            latest[mid] = rec
+    return [latest[k] for k in sorted(latest)]
+
+
+_METHOD_V2 = (
+    "Workload: Zipf scores 10,000/i stored in one fixed random order (`fixed`; "
+    "`np.random.RandomState(0).permutation(n)`, as the papers' published code prepares its "
+    "data), or a fresh random order per trial (`shuffle`), or sorted by score (`sorted`); svt-s, "
+    "monotonic, ε1:ε2 = 1:c^(2/3), ε = 0.5, c = 50, T = mean of the 50th and 51st scores; per "
+    "trial the selected items and the halting position. Throughput = trials × n / median wall "
+    "seconds; every engine of a case was sampled in interleaved rounds (one sample of each in "
+    "turn, after one untimed warm-up round that compiles; a sample repeats calls shorter than "
+    "50 ms and divides); every sample is in the JSON. `svtjax` = `simulate` with full Outcomes, "
+    "then `svtjax.selected(out, c)` and the halting positions; `svtjax-f1` = `simulate(reduce=)` "
+    "computing per-trial F1 and SER; `numba` = the papers' per-trial while-loop (one Laplace "
+    "variate per item drawn inside the loop, stop at the c-th ⊤, per-trial Fisher–Yates over the "
+    "positions reached), one thread, writing the picks and halting positions; `numba-pool` = "
+    "that loop in a process pool over all cores, created and warmed before timing; "
+    "`svtjax-count`/`numba-count` write nothing but counts. `reached` = evaluated positions ÷ "
+    "(trials × n). `of limit` = evaluated positions per second ÷ the RNG floor (jitted, warm "
+    "`jax.random.laplace`, float32, default generator, one big array), i.e. throughput ÷ "
+    "(floor ÷ reached); `of block-keyed limit` uses the floor of svtjax's keying (fold_in per "
+    "64-variate block) instead. Rows marked `extrapolated` timed a baseline on a subset of the "
+    "trials and scaled linearly.")
+
+_METHOD_V1 = (
+    "Schema-1 record (before the headline moved to the researchers' workload): its `fixed` "
+    "order was the Zipf stream sorted by score, shown here as `sorted`; its `svtjax` rows "
+    "returned full Outcomes (no `selected`), `svtjax-reduce` a count-only reducer, `numba` wrote "
+    "full answer/item arrays and `numba-parallel` used numba threads (prange).")
+
+
+def _record_md(rec: dict, results_dir: Path) -> str:
+    m, d, v, cfg = rec["machine"], rec["device"], rec["versions"], rec["config"]
+    src = rec.get("source", {})
+    load = rec["load_average"]
+    rel = os.path.relpath(rec["_path"], Path(results_dir).parent) if "_path" in rec else "?"
+    v1 = rec.get("schema") == "svtjax-bench/1"
+    modes = ["sorted" if (v1 and x == "fixed") else x for x in cfg["modes"]]
+    tuned = {True: "on", False: "off", None: "off or not recorded"}[rec.get("allocator_tuned")]
+    pool = rec.get("pool", {})
+    lines = [
+        f"## {m['machine_id']}",
+        "",
+        f"Source: `{rel}` (run {rec['created']}, {rec['wall_s']:.0f} s wall, schema "
+        f"`{rec['schema']}`).",
+        "",
+        f"- Machine: {m['cpu_model']}, {m['logical_cores']} logical cores "
+        f"({m['usable_cores']} usable), {m['memory_gib']} GiB, {m['platform']}",
+        f"- Device: {d['backend']} × {d['count']} ({d['kind']}); x64={d['x64']}",
+        "- Versions: " + ", ".join(f"{k} {val}" for k, val in v.items()),
+        f"- svtjax source: git {str(src.get('git_commit'))[:10]}"
+        f"{' + uncommitted changes' if src.get('git_dirty') else ''}, package sha256 "
+        f"{src.get('package_sha256')}",
+        f"- Load average (1/5/15 min) at start {load.get('start')}, end {load.get('end')} "
+        "(per-row 1-min load in the `load` column)",
+        f"- glibc allocator tuning: {tuned}",
+        f"- Config: ε={cfg['epsilon']}, c={cfg['c']}, repeats={cfg['repeats']} (median), "
+        f"sizes (n × trials) {', '.join(f'{a}×{b}' for a, b in cfg['sizes'])}, "
+        f"modes {', '.join(modes)}, seed {cfg['seed']}",
+    ]
+    if pool.get("status") == "ok":
+        lines.append(f"- Process pool: {pool['workers']} workers ({pool['start_method']}), "
+                     f"started and warm in {pool['startup_s']:.1f} s (untimed)")
+    lines += ["", _METHOD_V1 if v1 else _METHOD_V2, "", tables(rec, markdown=True)]
+    params = {}
+    for r in rec["results"]:
+        if r["status"] == "ok" and r["engine"] in ("simulate", "svtjax"):
+            params.setdefault(r["mechanism"], r.get("params"))
+    if params:
+        lines += ["", "Mechanism parameters: " + "; ".join(
+            f"`{k}` " + ", ".join(f"{a}={b}" for a, b in (val or {}).items())
+            for k, val in params.items()) + "."]
+    lines += _checks_md(rec)
+    return "\n".join(lines)
+
+
+def _checks_md(rec: dict) -> list:
+    cc = rec.get("compile_cache", {})
+    lines = ["", "### Compilation"]
+    if cc.get("status") == "ok":
+        lines += ["", f"simulate on n={cc['n']} × {cc['trials']} trials, each in a new Python "
+                  "process (first call = trace + compile + run):", "",
+                  "| process | first call s |", "|---|---|",
+                  f"| cold ({cc.get('cold_process', 'no cache')}) | "
+                  f"{cc['cold_first_call_s']:.2f} |",
+                  f"| persistent cache enabled, empty (populates) | "
+                  f"{cc['populate_first_call_s']:.2f} |",
+                  f"| persistent cache enabled, populated | {cc['cached_first_call_s']:.2f} |",
+                  f"| (same process, warm second call) | {cc['warm_call_s']:.3f} |",
+                  "", f"Cache entries written: {cc['cache_entries']}; cold ÷ cached first call "
+                  f"= {cc['speedup']:.2f}×; `import jax, svtjax` took {cc['import_s']:.2f} s."]
+    else:
+        lines += ["", f"Persistent-cache check: {cc.get('status')} ({cc.get('reason', '')})."]
+    mem = rec.get("memory", {})
+    lines += ["", "### Peak memory with reduce="]
+    if mem.get("status") == "ok":
+        lines += ["", f"svt-s, n={mem['n']}, {mem['trials']:,} trials, `reduce=` per-trial "
+                  f"counts; full Outcomes would take "
+                  f"{mem['outcome_bytes_if_materialised'] / 2**20:,.0f} MiB. Peak RSS is the "
+                  "subprocess's VmHWM (getrusage's ru_maxrss is also in the JSON; on Linux it "
+                  "inherits the parent's RSS across fork+exec).", "",
+                  "| chunk | peak RSS MiB | after one chunk MiB | after import MiB | "
+                  "bounded by chunk | run s | q/s |", "|---|---|---|---|---|---|---|"]
+        for r in mem["chunks"]:
+            if r["status"] != "ok":
+                lines.append(f"| {r['chunk']} | failed: {r.get('reason', '')[:80]} | | | | | |")
+                continue
+            lines.append(f"| {r['chunk']} | {r['peak_rss_mib']:.0f} | "
+                         f"{r['peak_after_one_chunk_mib']:.0f} | {r['rss_after_import_mib']:.0f} | "
+                         f"{'yes' if r['bounded_by_chunk'] else 'NO'} | {r['run_s']:.1f} | "
+                         f"{fmt_rate(r['throughput'])} |")
+    else:
+        lines += ["", f"Memory check: {mem.get('status')} ({mem.get('reason', '')})."]
+    return lines
+
+
+def _gpu_md(gpu: list) -> list:
+    from benchmarks.harness import headline
+
+    out = ["## GPU", ""]
+    if not gpu:
+        return out + ["No GPU figures: no record below ran on a GPU. On a GPU machine, "
+                      "`python benchmarks/gpu_suite.py OUTDIR` runs the suite in one call; copy "
+                      "its JSON records into `benchmarks/results/` and regenerate this file.", ""]
+    out.append("GPU records: " + ", ".join(f"`{r['machine']['machine_id']}` ({r['device']['kind']})"
+                                           for r in gpu) + " (sections below).")
+    for rec in gpu:
+        if rec.get("schema") == "svtjax-bench/1":
+            big = [row for row in rec["results"] if row.get("status") == "ok"
+                   and row.get("throughput") and row["engine"].startswith("svtjax")
+                   and row["trials"] >= 10**5]
+            if big:
+                row = max(big, key=lambda x: x["throughput"])
+                out += ["", f"`{rec['machine']['machine_id']}` (schema 1): best throughput at "
+                        f"≥ 10^5 trials {fmt_rate(row['throughput'])} query evaluations/s "
+                        f"({row['mechanism']}, n = {row['n']}, {row['trials']} trials, "
+                        f"{'sorted' if row['mode'] == 'fixed' else row['mode']} order)."]
+            continue
+        rows = [h for h in headline(rec) if h["trials"] >= 10**5]
+        if rows:
+            out += ["", f"`{rec['machine']['machine_id']}`: fraction of the physical limit at "
+                    f"≥ 10^5 trials (issue 19's target: {GPU_TARGET:.0%}):", "",
+                    "| n | trials | mode | svtjax q/s | of limit | svtjax-f1 of limit | "
+                    "target met |", "|---|---|---|---|---|---|---|"]
+            for h in rows:
+                lim = h["ratio_to_physical_limit"]
+                met = lim.get("svtjax")
+                out.append(f"| {h['n']} | {h['trials']} | {h['mode']} | "
+                           f"{fmt_rate(h['throughput_of']['svtjax'])} | {_pct(met)} | "
+                           f"{_pct(lim.get('svtjax-f1'))} | "
+                           f"{'—' if met is None else ('yes' if met >= GPU_TARGET else 'no')} |")
+    return out + [""]
+
+
+def render_results_md(records: list, results_dir: Path) -> str:
+    out = ["# Benchmark results", "",
+           "<!-- Generated by benchmarks/update_results.py from benchmarks/results/*.json "
+           "(latest full run per machine; for an accelerator without one, its latest narrowed "
+           "run). Do not edit by hand. -->", "",
+           "Regenerate with `python benchmarks/update_results.py`; produce a record with "
+           "`svtjax bench` (or `python benchmarks/harness.py`) from a source checkout.", ""]
+    if not records:
+        out += ["No full benchmark records yet.", ""]
+    gpu = [r for r in records if r.get("device", {}).get("backend") in ("gpu", "cuda", "rocm")]
+    out += _gpu_md(gpu)
+    for rec in records:
+        out += [_record_md(rec, Path(results_dir)), ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _latest(results_dir: Path, pattern: str, schema: str, key=None) -> Optional[dict]:
+    recs = []
+    for path in sorted(Path(results_dir).glob(pattern)):
+        try:
+            rec = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if rec.get("schema") == schema:
+            rec["_path"] = path
+            recs.append(rec)
+    if not recs:
+        return None
+    return max(recs, key=key or (lambda r: r["created"]))
+
+
+def reproduce_md(results_dir: Path) -> list:
+    """The "reproduce all" section: the latest record of benchmarks/bench_reproduce.py (paper
+    mode preferred), or a line saying there is none."""
+    rec = _latest(results_dir, "reproduce-*.json", "svtjax-reproduce/1",
+                  key=lambda r: (r["mode"] == "paper", r["created"]))
+    out = ["## svtjax reproduce all", ""]
+    if rec is None:
+        return out + ["No record yet: run `python benchmarks/bench_reproduce.py`.", ""]
+    m = rec["machine"]
+    total = rec["total_seconds"]
+    out += [f"Source: `{os.path.relpath(rec['_path'], Path(results_dir).parent)}` "
+            f"(`python benchmarks/bench_reproduce.py --mode {rec['mode']}`, run "
+            f"{rec['created']}) on `{m['machine_id']}` ({m['cpu_model']}, "
+            f"{m['logical_cores']} logical cores); load average at start "
+            f"{rec['load_average'].get('start')}, end {rec['load_average'].get('end')}.", "",
+            f"Total wall time of every experiment in `--{rec['mode']}` mode: **{total:.0f} s "
+            f"({total / 60:.1f} min)**"
+            + ("." if rec["all_succeeded"] else "; some experiments failed (exit status below)."),
+            "", "| experiment | wall s | exit status |", "|---|---|---|"]
+    out += [f"| {r['experiment']} | {r['seconds']:.0f} | {r['returncode']} |"
+            for r in rec["experiments"]]
+    return out + [""]
+
+
+def allocator_md(results_dir: Path) -> list:
+    """The allocator section: the latest record of benchmarks/bench_allocator.py."""
+    rec = _latest(results_dir, "allocator-*.json", "svtjax-allocator/1")
+    out = ["## glibc allocator tuning", ""]
+    if rec is None:
+        return out + ["No record yet: run `python benchmarks/bench_allocator.py`.", ""]
+    m, runs = rec["machine"], rec["runs"]
+    labels = [k for k in ("default", "thresholds", "tuned") if k in runs]
+    out += [f"Source: `{os.path.relpath(rec['_path'], Path(results_dir).parent)}` "
+            f"(`python benchmarks/bench_allocator.py`, run {rec['created']}) on "
+            f"`{m['machine_id']}` ({m['cpu_model']}, {m['logical_cores']} logical cores); "
+            f"load average at start {rec['load_average'].get('start')}, end "
+            f"{rec['load_average'].get('end')}. Median of {rec['repeats']} warm calls, each "
+            "column in its own process: `default` = glibc's defaults "
+            "(`SVTJAX_MALLOC_TUNING=0`); `thresholds` (records since the arena change) = only "
+            "the mmap and trim thresholds raised, svtjax's setting before commit a28c2ee; "
+            "`tuned` = svtjax's setting at the record's commit (since a28c2ee also one malloc "
+            "arena and a top pad). `faults` = minor page faults per call, where recorded.", "",
+            "| timing | " + " | ".join(f"{k} ms" for k in labels) + " | speed-up | "
+            + " | ".join(f"{k} faults" for k in labels) + " |",
+            "|---|" + "---|" * (2 * len(labels) + 1)]
+
+    def row(name, get_s, get_faults):
+        first, last = get_s(runs[labels[0]]), get_s(runs[labels[-1]])
+        faults = [get_faults(runs[k]) for k in labels]
+        return (f"| {name} | " + " | ".join(f"{get_s(runs[k]) * 1e3:.2f}" for k in labels)
+                + f" | {first / last:.2f}x | "
+                + " | ".join("—" if f is None else f"{f:,.0f}" for f in faults) + " |")
+
+    out.append(row("jitted fill of int32[1000, 10000] (40 MB)", lambda r: r["fill_40mb_s"],
+                   lambda r: r.get("fill_40mb_faults")))
+    for i, case in enumerate(runs[labels[0]]["cases"]):
+        for kind, label in (("full", "full Outcomes"), ("reduce", "reduce=")):
+            # the allocator benchmark runs the sorted stream ("fixed" in records before the
+            # headline moved to the fixed random order)
+            mode = "sorted" if case["mode"] == "fixed" else case["mode"]
+            out.append(row(f"svt-s n={case['n']} x {case['trials']} trials, {mode}, {label}",
+                           lambda r: r["cases"][i][f"{kind}_s"],
+                           lambda r: r["cases"][i].get(f"{kind}_faults")))
+    return out + [""]
+
+
+def write_results_md(results_dir: Path, output: Path, suites: Sequence[str] = ("full",)) -> Path:
+    """Regenerates ``output`` (RESULTS.md) from the latest record per machine in ``results_dir``."""
+    every = load_records(results_dir)
+    records = latest_per_machine(every, suites)
+    # A GPU is lent only briefly, so its runs are usually narrowed (--only/--size): keep the
+    # latest such record of every accelerator without a full one.
+    shown = {r["machine"]["machine_id"] for r in records}
+    records += [r for r in latest_per_machine(every, ("custom",))
+                if r["machine"]["machine_id"] not in shown and r["device"]["backend"] != "cpu"]
+    text = render_results_md(records, Path(results_dir))
+    head, sep, rest = text.partition("\n## GPU")
+    text = (head + "\n" + "\n".join(reproduce_md(Path(results_dir)) + allocator_md(
+        Path(results_dir))) + sep + rest)
+    Path(output).write_text(text)
+    return Path(output)

@@ -1,0 +1,561 @@
+"""The one engine every threshold mechanism runs on (DESIGN.md, "Writing a mechanism").
+
+A mechanism supplies a rule (:class:`svtjax.mechanisms.ThresholdMechanism`: streams, state,
+step, halting, optionally a block form); this module runs it for a batch of trials:
+
+* **Block-keyed draws.** A stream's position p is variate ``p % BLOCK`` of block ``p // BLOCK``
+  drawn from ``fold_in(stream_key, p // BLOCK)`` (pass k of a multi-pass stream starts on block
+  ``k · ⌈n/BLOCK⌉``), so the number at a position depends only on (trial key, stream, position).
+  The engine processes ``width`` positions per loop iteration (a multiple of BLOCK, chosen per
+  platform: :func:`block_width`); that choice never changes a number.
+* **Early exit with compaction.** A ``lax.while_loop`` over blocks ends once every trial has
+  halted; when at most 1/8 of the trials still run they are gathered into a smaller batch
+  (``svtjax._loops``). Noise is drawn only for the blocks reached.
+* **The lazy Fisher–Yates shuffle** (``shuffle=True``): block b applies the swaps of its own
+  positions only, so a trial that halts early never pays for the rest of the permutation and
+  the items it visits are exactly the prefix of the full shuffle.
+* **Retraversal passes** (``passes() > 1``): pass k revisits, in the first pass's order, the
+  items not answered ⊤ in passes before it; **caps** (``cap()``): positions at or past the cap
+  are not evaluated.
+* **The rule, vectorised or scanned.** Within a block the rule's ``block`` form runs where it
+  has one (and ``vectorized``), else ``lax.scan`` of its ``step`` with the engine's masking: a
+  position is evaluated iff it is valid and the trial has not halted before it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from svtjax import _rng
+from svtjax._core import Draws, Outcome
+from svtjax._loops import compacting_block_loop
+from svtjax._types import Array, DTypeLike, Key
+from svtjax.mechanisms.base import (
+    BLOCK,
+    _mulhi32,
+    block_order,
+    block_variates,
+    num_blocks,
+    stream_id,
+    stream_key,
+    stream_order,
+    stream_variates,
+)
+from svtjax.mechanisms.rules import Inputs, Written
+
+__all__ = ["draw", "run_keys", "run_draws", "block_width", "working_bytes"]
+
+
+# -- layout ---------------------------------------------------------------------------------------
+
+BLOCK_WIDTH = {"cpu": 64, "gpu": 256, "cuda": 256, "rocm": 256, "tpu": 256}
+"""Positions per loop iteration of the engine, per platform (a multiple of BLOCK; never wider
+than the stream). It never changes a number (the random streams are keyed in blocks of BLOCK
+whatever the width), only how much a trial that halts mid-block overshoots against how many
+loop iterations the batch pays for. Measured: ``benchmarks/bench_block_width.py`` (records in
+``benchmarks/results/``)."""
+
+
+def block_width(n: int, platform: Optional[str] = None) -> int:
+    """Positions per loop iteration on ``platform`` (default: JAX's default backend)."""
+    if platform is None:
+        platform = jax.default_backend()
+    width = BLOCK_WIDTH.get(platform, BLOCK_WIDTH["gpu"])
+    return max(BLOCK, min(width, BLOCK * num_blocks(n)))
+
+
+class _Layout(NamedTuple):
+    n: int  # items
+    passes: int
+    width: int  # positions per processing block
+    nb: int  # RNG blocks per pass
+    per: int  # RNG blocks per processing block
+    npb: int  # processing blocks per pass
+    n_pad: int  # npb * width
+
+    @property
+    def length(self) -> int:  # the Outcome length L
+        return self.n * self.passes
+
+    @property
+    def buffer(self) -> int:  # output buffers: L, or one processing block when L is shorter
+        return max(self.length, self.width)
+
+
+def _layout(mech, n: int, width: Optional[int] = None) -> _Layout:
+    width = block_width(n) if not width else max(BLOCK, min(int(width), BLOCK * num_blocks(n)))
+    if width % BLOCK:
+        raise ValueError(f"the block width must be a multiple of {BLOCK}; got {width}")
+    nb = num_blocks(n)
+    per = width // BLOCK
+    npb = -(-nb // per)
+    return _Layout(n, mech.passes(), width, nb, per, npb, npb * width)
+
+
+def _families(streams: dict) -> dict:
+    return {name: type(noise) for name, noise in streams.items()}
+
+
+# -- randomness -----------------------------------------------------------------------------------
+
+def _pass_variates(skey: Key, n: int, passes: int, standard, dtype) -> Array:
+    """float[passes * n]: position k·n + i comes from block k·nb + i // BLOCK (nb blocks per
+    pass), so every pass starts on a block boundary. One pass is ``stream_variates``."""
+    if passes == 1:
+        return stream_variates(skey, n, standard, dtype)
+    nb = num_blocks(n)
+    blocks = jax.vmap(lambda g: block_variates(skey, g, standard, dtype))(
+        jnp.arange(passes * nb))
+    return blocks.reshape(passes, nb * BLOCK)[:, :n].reshape(-1)
+
+
+def draw(mech, key: Key, n: int, *, shuffle: bool, dtype: DTypeLike) -> Draws:
+    """Every random number of one trial on a stream of ``n`` queries (standard variates)."""
+    out = {name: family.standard(stream_key(key, name), (), dtype)
+           for name, family in _families(mech.initial_streams()).items()}
+    for name, family in _families(mech.streams()).items():
+        out[name] = _pass_variates(stream_key(key, name), n, mech.passes(), family.standard,
+                                   dtype)
+    if shuffle:
+        out["order"] = stream_order(stream_key(key, "order"), n)
+    return Draws(out)
+
+
+class _Source(NamedTuple):
+    """Where a batch's numbers come from: per-stream keys (drawn lazily) or pre-drawn Draws."""
+
+    keys: Optional[dict]  # name -> key[B] stream keys (lazy)
+    draws: Optional[dict]  # name -> float[B, passes * n] / int32[B, n] (pre-drawn)
+
+
+def _lazy_block(mech, lay: _Layout, keys: dict, k, j, dtype) -> dict:
+    """Standard variates of processing block j of pass k, for every stream: name -> [B, W].
+
+    ``keys``: stream name -> the batch's stream keys, as raw Threefry key data uint32[B, 2]
+    (drawn with the unrolled Threefry of ``svtjax._rng``: the same numbers as ``jax.random``,
+    fused into one kernel) or as typed keys (any other key implementation: ``jax.random``)."""
+    out = {}
+    first = k * lay.nb + j * lay.per
+    sub = jnp.arange(lay.per, dtype=jnp.uint32)
+    for name, family in _families(mech.streams()).items():
+        fast = _rng.fast_standard(family)
+        skeys = keys[name]
+        if fast is not None and skeys.dtype == jnp.uint32:
+            kd = _rng.fold_in(skeys[:, None, :], (first + sub).astype(jnp.uint32)[None, :])
+            out[name] = fast(kd, BLOCK, dtype).reshape(skeys.shape[0], lay.width)
+            continue
+        if skeys.dtype == jnp.uint32:
+            skeys = jax.random.wrap_key_data(skeys)
+
+        def one(skey, family=family):
+            blocks = jax.vmap(lambda s: block_variates(skey, first + s, family.standard, dtype))(
+                jnp.arange(lay.per))
+            return blocks.reshape(-1)
+        out[name] = jax.vmap(one)(skeys)
+    if "order" in keys:
+        okeys = keys["order"]
+        if okeys.dtype == jnp.uint32:
+            out["order"] = fast_block_order(okeys, j * lay.per + sub.astype(jnp.int32),
+                                            lay.n).reshape(okeys.shape[0], lay.width)
+        else:
+            def order(skey):
+                blocks = jax.vmap(lambda s: block_order(skey, j * lay.per + s, lay.n))(
+                    jnp.arange(lay.per))
+                return blocks.reshape(-1)
+            out["order"] = jax.vmap(order)(okeys)
+    return out
+
+
+def fast_block_order(kd: Array, b: Array, n: int) -> Array:
+    """:func:`svtjax.mechanisms.base.block_order` for raw stream keys ``kd`` uint32[B, 2] and
+    block indices ``b`` int32[m]: int32[B, m, BLOCK], the same numbers (Lemire's method on
+    ``jax.random.bits``' words, a rejected word redrawn from ``fold_in(block key, r)``)."""
+    bkd = _rng.fold_in(kd[:, None, :], b.astype(jnp.uint32)[None, :])  # [B, m, 2]
+    pos = b[None, :, None] * BLOCK + jnp.arange(BLOCK, dtype=jnp.int32)
+    span = jnp.maximum(n - pos, 1).astype(jnp.uint32)
+    floor = (jnp.uint32(0) - span) % span
+
+    def attempt(key_data):
+        high, low = _mulhi32(_rng.random_bits(key_data, BLOCK), span)
+        return high, low < floor
+
+    def redraw(carry):
+        r, value, rejected = carry
+        high, again = attempt(_rng.fold_in(bkd, r.astype(jnp.uint32)))
+        return r + 1, jnp.where(rejected, high, value), rejected & again
+
+    value, rejected = attempt(bkd)
+    _, value, _ = lax.while_loop(lambda c: jnp.any(c[2]), redraw, (jnp.int32(1), value, rejected))
+    j = pos + value.astype(jnp.int32)
+    return jnp.where(pos < n, j, pos)
+
+
+def _pad_last(x: Array, size: int, fill=0) -> Array:
+    pad = size - x.shape[-1]
+    return jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, pad)], constant_values=fill)
+
+
+def _sliced_block(lay: _Layout, draws: dict, k, j) -> dict:
+    """Processing block j of pass k of pre-drawn (batched) draws: name -> [B, W]."""
+    out = {}
+    for name, x in draws.items():
+        if name == "order":
+            pos = jnp.arange(lay.n_pad, dtype=jnp.int32)
+            full = jnp.where(pos < lay.n, _pad_last(x.astype(jnp.int32), lay.n_pad), pos)
+            out[name] = lax.dynamic_slice_in_dim(full, j * lay.width, lay.width, axis=1)
+            continue
+        x = _pad_last(x.reshape(x.shape[:-1] + (lay.passes, lay.n)), lay.n_pad)
+        x = x.reshape(x.shape[:-2] + (lay.passes * lay.n_pad,))
+        out[name] = lax.dynamic_slice_in_dim(x, k * lay.n_pad + j * lay.width, lay.width, axis=1)
+    return out
+
+
+# -- the lazy Fisher–Yates shuffle --------------------------------------------------------------
+
+class _Shuffle(NamedTuple):
+    """Batch-level Fisher–Yates state: the permutation and one pending write.
+
+    The permutation is stored transposed, ``[n_pad, batch]``, so that reading position p for
+    every trial is one contiguous row, and as int16 when n_pad < 2**15: the random accesses of a
+    swap then touch half the cache lines (about 5x faster than int32 row-major on a CPU).
+    """
+
+    perm: Array  # int16/int32[n_pad, batch]
+    j: Array  # int32[batch]: position of the pending write
+    a: Array  # [batch]: value of the pending write
+
+
+def perm_dtype(n_pad: int):
+    return jnp.int16 if n_pad < 2**15 else jnp.int32
+
+
+def _shuffle_init(batch: int, n_pad: int) -> _Shuffle:
+    dtype = perm_dtype(n_pad)
+    perm = jnp.broadcast_to(jnp.arange(n_pad, dtype=dtype)[:, None], (n_pad, batch))
+    return _Shuffle(perm, jnp.zeros((batch,), jnp.int32), perm[0])
+
+
+def _take_shuffle(fy: Optional[_Shuffle], idx: Array) -> Optional[_Shuffle]:
+    if fy is None:
+        return None
+    return _Shuffle(jnp.take(fy.perm, idx, axis=1), fy.j[idx], fy.a[idx])
+
+
+def fisher_yates_block(fy: _Shuffle, order: Array, start) -> tuple[_Shuffle, Array]:
+    """Applies the swaps of positions ``start .. start + W − 1`` (``order``: int[batch, W]) for a
+    batch; returns the state and the items at those positions, int32[batch, W].
+
+    Step p swaps perm[p] and perm[j_p]; position p is never touched again, so only the write to
+    perm[j_p] matters. That write is deferred to the next step: a scatter whose update does not
+    depend on a gather from the same buffer in the same iteration stays in place on XLA's CPU
+    backend (otherwise every step copies the whole permutation).
+
+    The permutation is addressed flat, with unsigned indices j·batch + trial computed for the
+    whole block before the loop, so a step is one scatter, one gather, one contiguous read and
+    one row write, with no per-step index arithmetic. Indices outside the permutation
+    (impossible for ``Draws`` made by ``draw``) are dropped on write and read as 0, so hand-made
+    ``Draws`` passed to ``decide`` can never write outside it.
+    """
+    n_pad, batch = fy.perm.shape
+    width = order.shape[1]
+    size = n_pad * batch
+    if size >= 2**32:  # flat unsigned indices would overflow
+        return _fisher_yates_block_2d(fy, order, start)
+    cols = jnp.arange(batch, dtype=jnp.uint32)
+
+    def flat(j):
+        j = j.astype(jnp.int32)
+        inside = (j >= 0) & (j < n_pad)
+        return jnp.where(inside, j.astype(jnp.uint32) * jnp.uint32(batch) + cols,
+                         jnp.uint32(size))
+
+    # Row k + 1 addresses step k's swap partner; row 0 is the write still pending from the
+    # previous block.
+    at = jnp.concatenate([flat(fy.j)[None], flat(order.T)], axis=0)
+
+    def step(k, carry):
+        perm, a, items = carry
+        perm = perm.at[at[k]].set(a, mode="drop", unique_indices=True)
+        item = perm.at[at[k + 1]].get(mode="fill", fill_value=0)
+        row = (start + k).astype(jnp.uint32) * jnp.uint32(batch)
+        a = lax.dynamic_slice_in_dim(perm, row, batch)
+        items = lax.dynamic_update_index_in_dim(items, item, k, axis=0)
+        return perm, a, items
+
+    items = jnp.zeros((width, batch), fy.perm.dtype)
+    perm, a, items = lax.fori_loop(0, width, step, (fy.perm.reshape(-1), fy.a, items))
+    fy = _Shuffle(perm.reshape(n_pad, batch), order[:, -1].astype(jnp.int32), a)
+    return fy, items.T.astype(jnp.int32)
+
+
+def _fisher_yates_block_2d(fy: _Shuffle, order: Array, start) -> tuple[_Shuffle, Array]:
+    """:func:`fisher_yates_block` with (position, trial) indices, for permutations of 2**32
+    entries or more."""
+    cols = jnp.arange(order.shape[0])
+    width = order.shape[1]
+
+    def step(k, carry):
+        fy, items = carry
+        perm = fy.perm.at[fy.j, cols].set(fy.a, mode="drop")
+        j = order[:, k].astype(jnp.int32)
+        item = perm.at[j, cols].get(mode="clip")
+        a = lax.dynamic_index_in_dim(perm, start + k, axis=0, keepdims=False)
+        items = lax.dynamic_update_index_in_dim(items, item, k, axis=0)
+        return _Shuffle(perm, j, a), items
+
+    items = jnp.zeros((width, order.shape[0]), fy.perm.dtype)
+    fy, items = lax.fori_loop(0, width, step, (fy, items))
+    return fy, items.T.astype(jnp.int32)
+
+
+# -- buffers ----------------------------------------------------------------------------------
+
+def _put_block(buf: Array, blk: Array, at, in_pass, n: int) -> Array:
+    """Writes ``blk[k]`` to ``buf[at + k]`` for the k with ``in_pass + k < n`` (the positions
+    of the block that lie in its pass); the rest of ``buf`` is unchanged.
+
+    Buffers hold exactly the L = passes × n positions of the Outcome (no padding, so nothing is
+    copied to trim them afterwards), so a pass's last block may reach past the end of its pass
+    or of the buffer. It is written as one ``dynamic_update_slice`` of W slots starting at
+    ``min(at, len(buf) - W)``, each slot taking the block's value or keeping its old one.
+    """
+    width = blk.shape[0]
+    start = jnp.minimum(at, buf.shape[0] - width)
+    shift = at - start  # > 0 only for a block that would run past the end of the buffer
+    slot = jnp.arange(width, dtype=jnp.int32)
+    blk = blk.astype(buf.dtype)
+    shifted = lax.dynamic_slice_in_dim(jnp.concatenate([blk, blk]), width - shift, width)
+    fresh = (slot >= shift) & (in_pass + slot - shift < n)
+    old = lax.dynamic_slice_in_dim(buf, start, width)
+    return lax.dynamic_update_slice_in_dim(buf, jnp.where(fresh, shifted, old), start, axis=0)
+
+
+def _get_block(buf: Array, at, in_pass, n: int, width: int, fill) -> Array:
+    """``buf[at + k]`` for k < W where ``in_pass + k < n``, else ``fill`` (the read that matches
+    :func:`_put_block`)."""
+    k = jnp.arange(width, dtype=jnp.int32)
+    vals = buf[jnp.clip(at + k, 0, buf.shape[0] - 1)]
+    return jnp.where(in_pass + k < n, vals, jnp.asarray(fill, buf.dtype))
+
+
+class _Rows(NamedTuple):
+    """Per-trial loop state. Only what cannot be derived afterwards is carried: ``items`` only
+    for shuffled runs (fixed order: item = in-pass position), ``values`` only for rules that
+    release numbers, ``cost`` only for rules that charge per position. Carrying less is what
+    keeps a run that halts after a few blocks from paying for O(trials × n) buffer traffic."""
+
+    state: Any
+    done: Array
+    answers: Array
+    items: Optional[Array]
+    values: Optional[Array]
+    cost: Optional[Array]
+
+
+# -- one trial, one block -------------------------------------------------------------------------
+
+def _scaled(x: Inputs, scales: dict) -> Inputs:
+    return x._replace(noise={name: scales[name] * x.noise[name] for name in scales})
+
+
+def _scan_block(mech, state, xs: Inputs, valid: Array, scales: dict):
+    """The rule's ``step`` over a block, with the engine's masking: a position is evaluated iff
+    it is valid and the trial has not halted before it; otherwise the state is unchanged.
+
+    ``xs.noise`` holds standard variates, scaled inside the scan's body: XLA contracts
+    ``q + s·z`` into one fused multiply-add wherever the product and the sum meet in one
+    computation, so scaling inside the body (as :meth:`block` does inside its fusion) keeps the
+    scan and the block form bit-identical."""
+    dtype = xs.query.dtype
+
+    def f(state, xv):
+        x, v = xv
+        x = _scaled(x, scales)
+        active = v & ~mech.halted(state)
+        new, w = mech.step(state, x)
+        state = jax.tree_util.tree_map(lambda a, b: jnp.where(active, a, b), new, state)
+        answer = jnp.where(active, jnp.asarray(w.answer).astype(jnp.int8), jnp.int8(-1))
+        value = None if w.value is None else jnp.where(active, w.value, jnp.nan).astype(dtype)
+        cost = None if w.cost is None else jnp.where(active, w.cost, 0).astype(dtype)
+        return state, Written(answer, value, cost)
+
+    return lax.scan(f, state, (xs, valid))
+
+
+def _decide_block(mech, vectorized: bool, lay: _Layout, rows: _Rows, noise: dict, items, k, j,
+                  q_pad, t_pad, offset, cap) -> _Rows:
+    """Processing block j of pass k for one trial."""
+    dtype = q_pad.dtype
+    width, n = lay.width, lay.n
+    pos = j * width + jnp.arange(width, dtype=jnp.int32)
+    valid = pos < n
+    if lay.passes > 1:
+        # Later passes revisit the first pass's items, skipping those already answered ⊤.
+        past = jnp.stack([_get_block(rows.answers, p * n + j * width, j * width, n, width, -1)
+                          for p in range(lay.passes)])
+        earlier = jnp.arange(lay.passes)[:, None] < k
+        valid = valid & ~jnp.any((past == 1) & earlier, axis=0)
+        if rows.items is not None:
+            first = _get_block(rows.items, j * width, j * width, n, width, -1)
+            items = jnp.where(k == 0, items, jnp.maximum(first, 0))
+    position = k * n + pos
+    if cap is not None:
+        valid = valid & (position < cap)
+    if items is not None:
+        q_blk, t_blk = q_pad[items], t_pad[items]
+    else:
+        items = pos
+        q_blk = lax.dynamic_slice_in_dim(q_pad, j * width, width)
+        t_blk = lax.dynamic_slice_in_dim(t_pad, j * width, width)
+    if offset is not None:
+        t_blk = t_blk + offset
+    scales = {name: jnp.asarray(s.scale_value, dtype) for name, s in mech.streams().items()}
+    xs = Inputs(q_blk, t_blk, items, position, {name: noise[name] for name in scales})
+    if vectorized and mech.has_block():
+        state, w = mech.block(rows.state, _scaled(xs, scales), valid)
+    else:
+        state, w = _scan_block(mech, rows.state, xs, valid, scales)
+    answers = jnp.asarray(w.answer).astype(jnp.int8)
+    at = k * n + j * width  # pass-major, exact length
+
+    def put(buf, blk):
+        return None if buf is None else _put_block(buf, blk, at, j * width, n)
+
+    return rows._replace(state=state, answers=put(rows.answers, answers),
+                         items=put(rows.items, jnp.where(answers >= 0, items, -1)),
+                         values=put(rows.values, w.value), cost=put(rows.cost, w.cost))
+
+
+# -- batch drivers ------------------------------------------------------------------------------
+
+def _loop(mech, lay: _Layout, batch: int, z0: dict, work_src, get_block, q, t, offsets, shuffle,
+          vectorized) -> Outcome:
+    """Runs a batch block by block until every trial has halted (finished trials compacted
+    away, see ``svtjax._loops``)."""
+    dtype = q.dtype
+    q_pad = _pad_last(q, lay.n_pad)
+    t_pad = _pad_last(t, lay.n_pad)
+    init_scales = {name: jnp.asarray(s.scale_value, dtype)
+                   for name, s in mech.initial_streams().items()}
+    state = jax.vmap(lambda z: mech.init({name: init_scales[name] * z[name]
+                                          for name in init_scales}))(z0)
+    buf = lay.buffer
+    rows = _Rows(
+        state=state,
+        done=jnp.zeros((batch,), bool),
+        answers=jnp.full((batch, buf), -1, jnp.int8),
+        items=jnp.full((batch, buf), -1, jnp.int32) if shuffle else None,
+        values=jnp.full((batch, buf), jnp.nan, dtype) if mech.has_values() else None,
+        cost=jnp.zeros((batch, buf), dtype) if mech.per_position_cost else None,
+    )
+    fy = _shuffle_init(batch, lay.n_pad) if shuffle else None
+    cap = mech.cap()
+    total = lay.passes * lay.npb
+
+    def body(g, rows, work):
+        fy, src, offsets = work
+        k, j = g // lay.npb, g % lay.npb
+        blk = get_block(src, k, j)
+        items = None
+        if fy is not None:
+            def shuffle_block(f):
+                return fisher_yates_block(f, blk["order"], j * lay.width)
+
+            if lay.passes == 1:
+                fy, items = shuffle_block(fy)
+            else:  # the shuffle happens in the first pass only
+                fy, items = lax.cond(k == 0, shuffle_block, lambda f: (
+                    f, jnp.zeros((f.perm.shape[1], lay.width), jnp.int32)), fy)
+        noise = {name: blk[name] for name in mech.streams()}
+        rows = jax.vmap(
+            lambda r, z, i, o: _decide_block(mech, vectorized, lay, r, z, i, k, j, q_pad, t_pad,
+                                             o, cap),
+            in_axes=(0, 0, None if items is None else 0, None if offsets is None else 0),
+        )(rows, noise, items, offsets)
+        nxt = g + 1
+        done = jax.vmap(mech.halted)(rows.state) | (nxt >= total)
+        if cap is not None:
+            done = done | ((nxt // lay.npb) * lay.n + (nxt % lay.npb) * lay.width >= cap)
+        return rows._replace(done=rows.done | done), (fy, src, offsets)
+
+    def take_work(work, idx):
+        fy, src, offsets = work
+        take = lambda x: jnp.take(x, idx, axis=0)  # noqa: E731
+        return (_take_shuffle(fy, idx), jax.tree_util.tree_map(take, src),
+                None if offsets is None else take(offsets))
+
+    rows = compacting_block_loop(body, lambda r: ~r.done, rows, (fy, work_src, offsets), total,
+                                 take_work=take_work)
+    return _finish(mech, lay, rows, dtype)
+
+
+def _finish(mech, lay: _Layout, rows: _Rows, dtype) -> Outcome:
+    """The batch's compact Outcome: answers, and only the fields the answers do not determine
+    (items of a shuffled run, released values, per-position costs); see ``Outcome.compact``."""
+    length = lay.length
+
+    def trim(x):  # [batch, max(L, W)] -> [batch, L]
+        return None if x is None else (x if x.shape[1] == length else x[:, :length])
+
+    answers = trim(rows.answers)
+    top_cost = None
+    if rows.cost is None:
+        top_cost = jnp.broadcast_to(jnp.asarray(mech.top_cost(), dtype), answers.shape[:1])
+    return Outcome.compact(answers, n=lay.n, dtype=dtype, items=trim(rows.items),
+                           values=trim(rows.values), cost=trim(rows.cost), top_cost=top_cost)
+
+
+def run_keys(mech, keys: Key, q: Array, t: Array, *, shuffle: bool,
+             offsets: Optional[Array] = None, vectorized: bool = True,
+             width: Optional[int] = None) -> Outcome:
+    """A batch of trials (leading axis of ``keys``), drawing noise block by block.
+
+    ``offsets`` (float[batch], optional) are added to every threshold of a trial (per-trial
+    thresholds, e.g. Ding et al.'s rule); ``width`` the positions per loop iteration (default:
+    :func:`block_width` of the platform)."""
+    dtype = q.dtype
+    lay = _layout(mech, q.shape[0], width)
+    z0 = {name: jax.vmap(lambda k, f=family: f.standard(stream_key(k, name), (), dtype))(keys)
+          for name, family in _families(mech.initial_streams()).items()}
+    names = list(mech.streams()) + (["order"] if shuffle else [])
+    kd = _rng.key_data(keys)
+    if kd is not None:  # raw Threefry keys: the unrolled sampler (svtjax._rng)
+        skeys = {name: _rng.fold_in(kd, np.uint32(stream_id(name))) for name in names}
+    else:
+        skeys = {name: jax.vmap(lambda k, s=name: stream_key(k, s))(keys) for name in names}
+    get_block = lambda src, k, j: _lazy_block(mech, lay, src, k, j, dtype)  # noqa: E731
+    return _loop(mech, lay, keys.shape[0], z0, skeys, get_block, q, t, offsets, shuffle,
+                 vectorized)
+
+
+def run_draws(mech, draws: Draws, q: Array, t: Array, *, vectorized: bool = True) -> Outcome:
+    """A batch of trials from pre-drawn (batched) ``Draws``."""
+    dtype = q.dtype
+    lay = _layout(mech, q.shape[0])
+    z0 = {name: jnp.asarray(draws[name], dtype) for name in mech.initial_streams()}
+    src = {name: jnp.asarray(draws[name], dtype) for name in mech.streams()}
+    shuffle = draws.order is not None
+    if shuffle:
+        src["order"] = jnp.asarray(draws.order)
+    get_block = lambda d, k, j: _sliced_block(lay, d, k, j)  # noqa: E731
+    batch = jax.tree_util.tree_leaves(draws)[0].shape[0]
+    return _loop(mech, lay, batch, z0, src, get_block, q, t, None, shuffle, vectorized)
+
+
+def working_bytes(mech, n: int, itemsize: int, shuffle: bool) -> int:
+    """Working memory of one trial of a chunk: the buffers of its compact Outcome (answers
+    int8; items int32 when shuffled or retraversed; values and costs when the rule writes
+    them), the rows gathered when finished trials are compacted away (at most 1/8 of the
+    batch), one block of draws and, shuffled, the permutation."""
+    lay = _layout(mech, n)
+    length = max(lay.length, lay.width)
+    outputs = 1 + (4 if shuffle or lay.passes > 1 else 0) + \
+        (itemsize if mech.has_values() else 0) + (itemsize if mech.per_position_cost else 0)
+    perm = jnp.dtype(perm_dtype(lay.n_pad)).itemsize * lay.n_pad if shuffle else 0
+    streams = max(1, len(mech.streams()))
+    return length * outputs * 9 // 8 + perm + 4 * streams * lay.width * itemsize

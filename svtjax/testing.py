@@ -1,0 +1,257 @@
+"""Testing helpers for mechanisms: common-random-number equivalence against a numpy reference.
+
+DESIGN.md ("Rules that keep it correct"): because ``decide`` is deterministic, a mechanism's JAX
+kernel and its numpy reference, fed the same ``Draws``, must return identical ``answers`` and
+``items`` (and ``values`` / ``cost`` to 1e-12 in float64, to float32 rounding in float32). This
+module is the harness the project's own tests use for every registered mechanism, and what a
+mechanism author uses for theirs::
+
+    from svtjax import testing
+
+    testing.assert_matches_reference("my-variant")       # its registered reference and cases
+    testing.assert_matches_reference("my-variant", reference=my_numpy_loop,
+                                     cases=[testing.Case("base", {}, testing.eps_c)])
+
+A :class:`Case` is a mechanism structure (static parameters) plus a sampler of its numeric
+parameters; each shape's cases are run in one vmapped call, so hundreds of random cases compile
+a handful of times.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+__all__ = ["Case", "eps", "eps_c", "eps_sensitivity", "eps_c_eps3", "eps_c_raise",
+           "build", "cases", "random_inputs", "assert_matches_reference",
+           "assert_block_equals_scan", "assert_call_equals_decide"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """A mechanism structure plus a sampler of its numeric parameters.
+
+    Attributes:
+      id: a name for the case (test ids).
+      static: parameters fixed for the case (structure, e.g. ``{"monotonic": True}``).
+      numeric: ``numeric(rng) -> dict``: random numeric parameters (traced leaves), drawn anew
+        for every random case.
+    """
+
+    id: str
+    static: dict
+    numeric: Callable[[np.random.Generator], dict]
+
+
+def eps(rng: np.random.Generator) -> dict:
+    """ε uniform on [0.2, 4]."""
+    return {"epsilon": float(rng.uniform(0.2, 4.0))}
+
+
+def eps_c(rng: np.random.Generator) -> dict:
+    """ε uniform on [0.2, 4], c uniform on 1..5."""
+    return {"epsilon": float(rng.uniform(0.2, 4.0)), "c": int(rng.integers(1, 6))}
+
+
+def eps_sensitivity(rng: np.random.Generator) -> dict:
+    """ε uniform on [0.2, 4], Δ uniform on [0.5, 3]."""
+    return {"epsilon": float(rng.uniform(0.2, 4.0)), "sensitivity": float(rng.uniform(0.5, 3.0))}
+
+
+def eps_c_eps3(rng: np.random.Generator) -> dict:
+    """:func:`eps_c` plus ε3 a random 10-50% of ε (SVT-S's noisy answers)."""
+    d = eps_c(rng)
+    d["eps3"] = float(d["epsilon"] * rng.uniform(0.1, 0.5))
+    return d
+
+
+def eps_c_raise(rng: np.random.Generator) -> dict:
+    """:func:`eps_c` plus SVT-ReTr's ``raise_by`` in {0, 1, 3, 5}."""
+    d = eps_c(rng)
+    d["raise_by"] = float(rng.choice([0.0, 1.0, 3.0, 5.0]))
+    return d
+
+
+def cases(name: str) -> tuple:
+    """The registered test cases of mechanism ``name``."""
+    from svtjax.mechanisms import base
+
+    return base.entry(name).cases
+
+
+def build(name: str, case: Case, rng: np.random.Generator, **overrides: Any):
+    """A mechanism of ``case``'s structure with random numeric parameters."""
+    import svtjax
+
+    return svtjax.get(name, **{**case.static, **case.numeric(rng), **overrides})
+
+
+def random_inputs(rng: np.random.Generator, n: int, k: int, dtype) -> tuple:
+    """``k`` random query vectors of length ``n`` and their thresholds: half integer scores with
+    many ties, half real; half scalar thresholds (broadcast), half per-query. Returns
+    ``(queries [k, n], thresholds [k, n], per_query bool[k])``."""
+    ties = rng.random(k) < 0.5
+    q_ties = rng.integers(0, 4, (k, n)).astype(dtype)
+    q_real = rng.normal(0.0, 3.0, (k, n)).astype(dtype)
+    q = np.where(ties[:, None], q_ties, q_real).astype(dtype)
+    per_query = rng.random(k) < 0.5
+    t_scalar = np.repeat(rng.normal(1.0, 1.5, (k, 1)), n, axis=1)
+    t_vec = rng.normal(1.0, 1.5, (k, n))
+    t = np.where(per_query[:, None], t_vec, t_scalar).astype(dtype)
+    return q, t, per_query
+
+
+@contextlib.contextmanager
+def _precision(dtype):
+    import jax
+
+    if np.dtype(dtype) == np.float64 and not jax.config.jax_enable_x64:
+        with jax.enable_x64(True):
+            yield
+    else:
+        yield
+
+
+def _stack(trees):
+    import jax
+    import jax.numpy as jnp
+
+    return jax.tree_util.tree_map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *trees)
+
+
+def _resolve(name: str, reference, case_list):
+    from svtjax.mechanisms import base
+
+    reg = base.entry(name)
+    reference = reg.reference if reference is None else reference
+    if reference is None:
+        raise ValueError(f"mechanism {name!r} has no registered numpy reference; pass "
+                         "reference=... (a function (draws, queries, thresholds, **params))")
+    case_list = tuple(reg.cases if case_list is None else case_list)
+    if not case_list:
+        raise ValueError(f"mechanism {name!r} has no registered test cases; pass cases=[Case(...)]")
+    return reference, case_list
+
+
+def assert_matches_reference(name: str, *, reference: Optional[Callable] = None,
+                             cases: Optional[Sequence[Case]] = None,
+                             shapes: Sequence[int] = (9, 50), cases_per_shape: int = 110,
+                             dtypes: Sequence = (np.float64,),
+                             shuffle: bool = False, seed: int = 0,
+                             check_scan: bool = True) -> int:
+    """Checks mechanism ``name`` against its numpy reference on common random numbers.
+
+    For every case and stream length in ``shapes``, ``cases_per_shape`` mechanisms with random
+    numeric parameters run on random inputs (:func:`random_inputs`) in one vmapped call of
+    ``decide`` on ``draw``'s numbers; the reference gets the same draws as numpy arrays. Answers
+    and items must be identical; values and costs equal to 1e-12 (float64) or float32 rounding.
+    With ``check_scan`` the general per-position scan (``decide(..., vectorized=False)``) must
+    equal the vectorised path bit for bit.
+
+    Args:
+      name: a registered mechanism.
+      reference: ``reference(draws, queries, thresholds, **mech.reference_params())``; default:
+        the registered one.
+      cases: default: the registered ones.
+      shapes, cases_per_shape, dtypes, shuffle, seed: what to run (float64 is switched on for
+        the duration when ``jax_enable_x64`` is off).
+
+    Returns:
+      The number of (case, input) pairs checked.
+
+    Raises:
+      AssertionError: the first disagreement, naming the case, the parameters and the field.
+    """
+    import jax
+
+    reference, case_list = _resolve(name, reference, cases)
+    checked = 0
+    for ci, case in enumerate(case_list):
+        for dtype in dtypes:
+            with _precision(dtype):
+                checked += _check_case(name, case, reference, dtype, shuffle,
+                                       seed + 1000 * ci, shapes, cases_per_shape,
+                                       check_scan and np.dtype(dtype) == np.float64)
+    del jax
+    return checked
+
+
+def _check_case(name, case, reference, dtype, shuffle, seed, shapes, per_shape, check_scan):
+    import jax
+
+    rng = np.random.default_rng(seed)
+    checked = 0
+    for n in shapes:
+        mechs = [build(name, case, rng) for _ in range(per_shape)]
+        stacked = _stack(mechs)
+        keys = jax.random.split(jax.random.key(seed + n), per_shape)
+        draws = jax.vmap(lambda k: mechs[0].draw(k, n, shuffle=shuffle, dtype=dtype))(keys)
+        q, t, per_query = random_inputs(rng, n, per_shape, dtype)
+        out = jax.device_get(jax.vmap(lambda m, d, qq, tt: m.decide(d, qq, tt))(
+            stacked, draws, q, t))
+        scan = None
+        if check_scan:
+            scan = jax.device_get(jax.vmap(
+                lambda m, d, qq, tt: m.decide(d, qq, tt, vectorized=False))(stacked, draws, q, t))
+        for i, mech in enumerate(mechs):
+            d = jax.tree_util.tree_map(lambda x: np.asarray(x[i]), draws)
+            thr = t[i] if per_query[i] else t[i, 0]
+            ref = reference(d, np.asarray(q[i]), np.asarray(thr), **mech.reference_params())
+            got = jax.tree_util.tree_map(lambda x: x[i], out)
+            msg = (f"{case.id} n={n} case={i} {mech!r} dtype={np.dtype(dtype).name} "
+                   f"shuffle={shuffle}")
+            _assert_outcomes(got, ref, dtype, msg)
+            if scan is not None:  # the general scan path equals the vectorised fast path
+                for field in got._fields:
+                    np.testing.assert_array_equal(getattr(got, field), getattr(scan, field)[i],
+                                                  err_msg=f"{msg}: scan != block ({field})")
+            checked += 1
+    return checked
+
+
+def _assert_outcomes(got, ref, dtype, msg) -> None:
+    np.testing.assert_array_equal(got.answers, ref.answers, err_msg=f"{msg}: answers")
+    np.testing.assert_array_equal(got.items, ref.items, err_msg=f"{msg}: items")
+    # float32: XLA may contract q + s*z into one fused multiply-add, so allow rounding relative
+    # to the operands' magnitude, not to a (possibly cancelled) result.
+    f64 = np.dtype(dtype) == np.float64
+    rtol, atol = (1e-12, 0.0) if f64 else (
+        1e-6, 1e-6 * float(np.nanmax(np.abs(np.asarray(ref.values, float)), initial=1.0)))
+    np.testing.assert_allclose(got.values, ref.values, rtol=rtol, atol=atol,
+                               err_msg=f"{msg}: values")
+    np.testing.assert_allclose(got.cost, ref.cost, rtol=1e-12 if f64 else 1e-6,
+                               err_msg=f"{msg}: cost")
+
+
+def assert_call_equals_decide(mech, queries, thresholds, seeds: Sequence[int] = range(5)) -> None:
+    """``mech(key, ...)`` (lazy, early-exit) equals ``mech.decide(mech.draw(key, n), ...)``."""
+    import jax
+
+    q = np.asarray(queries)
+    for seed in seeds:
+        key = jax.random.key(seed)
+        lazy = mech(key, q, thresholds)
+        full = mech.decide(mech.draw(key, q.shape[0]), q, thresholds)
+        for field in lazy._fields:
+            np.testing.assert_array_equal(np.asarray(getattr(lazy, field)),
+                                          np.asarray(getattr(full, field)),
+                                          err_msg=f"{mech!r} seed={seed}: {field}")
+
+
+def assert_block_equals_scan(mech, queries, thresholds, seeds: Sequence[int] = range(5),
+                             shuffle: bool = False) -> None:
+    """The rule's block form equals the scan of its ``step`` on the same draws."""
+    import jax
+
+    q = np.asarray(queries)
+    for seed in seeds:
+        d = mech.draw(jax.random.key(seed), q.shape[0], shuffle=shuffle)
+        a = mech.decide(d, q, thresholds)
+        b = mech.decide(d, q, thresholds, vectorized=False)
+        for field in a._fields:
+            np.testing.assert_array_equal(np.asarray(getattr(a, field)),
+                                          np.asarray(getattr(b, field)),
+                                          err_msg=f"{mech!r} seed={seed}: {field}")

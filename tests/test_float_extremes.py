@@ -1,0 +1,139 @@
+"""Issue 20, items 2 and 3: numbers the computing dtype cannot hold are refused before anything
+compiles, for every mechanism (a mechanism of one's own included); ``privacy()`` never reports a
+NaN or underflowed ε, and says that its guarantee is the paper's for the idealised mechanism,
+not for svtjax's floating-point samplers."""
+
+import importlib
+import pathlib
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import svtjax
+from svtjax import _validate, accounting, cli, sweep
+from svtjax._pytree import pytree_dataclass
+from svtjax.mechanisms import ThresholdMechanism, Written
+from svtjax.noise import Laplace
+from tests.stand_ins import no_kernels, run_cli
+
+sim = importlib.import_module("svtjax.simulate")
+Q32 = np.array([5.0, 4.0, 3.0, 2.0, 1.0, 0.5], np.float32)
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+@pytree_dataclass
+class OwnRule(ThresholdMechanism):
+    """A mechanism of one's own (not registered): one Laplace stream of scale ``b``."""
+
+    b: Any = 1.0
+    name = "own-rule-for-a-test"
+
+    def streams(self):
+        return {"query": Laplace(self.b)}
+
+    def init(self, noise):
+        del noise
+        return jnp.zeros((), jnp.int32)
+
+    def step(self, state, x):
+        return state, Written(x.query + x.noise["query"] >= x.threshold)
+
+    def privacy(self):
+        return accounting.PureDP("a test rule", 1.0)
+
+
+FLOAT32_CASES = [
+    ("epsilon too large", svtjax.get("svt-s", epsilon=1e39, c=3),
+     "svt-s cannot run in float32: epsilon = 1e\\+39 overflows float32"),
+    ("epsilon too small", svtjax.get("svt-s", epsilon=1e-40, c=3),
+     "epsilon = 1e-40 is below float32's smallest normal number"),
+    ("noise scale overflows", svtjax.get("report-noisy-max", epsilon=1e-37, k=2),
+     "report-noisy-max cannot run in float32: its query noise scale is 4e\\+37"),
+    ("sensitivity", svtjax.get("lyu-alg1", epsilon=1.0, c=2, sensitivity=1e39),
+     "sensitivity = 1e\\+39 overflows"),
+    ("a noise object's scale", svtjax.get("generalized-svt", c=2,
+                                          threshold_noise=Laplace(1e-39),
+                                          query_noise=Laplace(1.0)),
+     "threshold_noise.scale = 1e-39 is below"),
+    ("own rule, huge scale", OwnRule(b=1e38), "own-rule-for-a-test cannot run in float32: its "
+                                              "query noise scale is 1e\\+38"),
+    ("own rule, tiny scale", OwnRule(b=1e-39), "own-rule-for-a-test cannot run in float32: b = "
+                                               "1e-39"),
+]
+
+
+@pytest.mark.parametrize("label,mech,message", FLOAT32_CASES, ids=[c[0] for c in FLOAT32_CASES])
+def test_simulate_refuses_what_float32_cannot_compute(label, mech, message):
+    """These used to run and return F1 = 0 and inf costs ("nan-DP" in the CLI); now one line,
+    before compiling, saying what to do. float64 holds the same numbers."""
+    before = sim.run_chunk._cache_size()
+    with pytest.raises(ValueError, match=message) as err:
+        svtjax.simulate(mech, Q32, 3.0, trials=2)
+    assert "\n" not in str(err.value) and "float64" in str(err.value)
+    assert sim.run_chunk._cache_size() == before
+    if not label.startswith("noise"):
+        _validate.computable(mech, np.float64)  # float64 holds them
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
+def test_queries_and_thresholds_float32_cannot_hold_are_refused():
+    mech = svtjax.get("svt-s", epsilon=1.0, c=2)
+    with pytest.raises(ValueError, match="thresholds = 1e\\+39 overflows float32"):
+        svtjax.simulate(mech, Q32, 1e39, trials=2)
+    with pytest.raises(ValueError, match="queries = 9.99995e-41 is below float32"):
+        svtjax.simulate(mech, np.array([1e-40, 1.0]).astype(np.float32), 0.0, trials=2)
+
+
+def test_sweep_checks_its_dtype_before_running():
+    raw = {"sweep": {"trials": 2, "datasets": [{"name": "zipf", "n": 20}], "dtype": "float32"},
+           "grid": {"epsilon": [1e39], "c": [3]}, "mechanisms": [{"name": "svt-s"}]}
+    with pytest.raises(sweep.SweepConfigError, match="cannot run in float32: epsilon = 1e\\+39"):
+        sweep.load_config(raw)
+    raw["sweep"]["dtype"] = "float64"
+    assert sweep.expand(sweep.load_config(raw))[0].build().epsilon == 1e39
+    raw["grid"]["epsilon"] = [1.0]
+    raw["sweep"].update(dtype="float32", threshold=1e39)
+    with pytest.raises(sweep.SweepConfigError, match="threshold = 1e\\+39 overflows float32"):
+        sweep.load_config(raw)
+
+
+@pytest.mark.parametrize("eps,needle", [("1e39", "overflows float32"),
+                                        ("1e-40", "below float32's smallest normal")])
+def test_cli_refuses_epsilon_float32_cannot_hold(eps, needle, capsys):
+    assert cli.main(["simulate", "-m", "svt-s", "-e", eps, "--trials", "2", "--c", "3",
+                     "-d", "binary"]) == 2
+    err = capsys.readouterr()
+    assert needle in err.err and len(err.err.strip().splitlines()) == 1 and not err.out
+
+
+def test_privacy_never_reports_nan_or_an_underflowed_epsilon():
+    """The guarantee is computed on the host in float64 from the parameters as given: 1e-40-DP
+    for ε = 1e-40 (it printed "0-DP"); a NaN ε is refused."""
+    assert svtjax.get("svt-s", epsilon=1e-40, c=3).privacy().epsilon() == pytest.approx(1e-40)
+    assert svtjax.get("svt-s", epsilon=1e39, c=3).privacy().epsilon() == pytest.approx(1e39)
+    with pytest.raises(ValueError, match="epsilon must be a number >= 0; got nan"):
+        accounting.PureDP("x", float("nan"))
+    with pytest.raises(ValueError, match="epsilon must be a number >= 0"):
+        accounting.ApproxDP("x", -1.0, 1e-6)
+    with pytest.raises(ValueError, match="cannot run in float64"):
+        svtjax.get("lee-clifton", epsilon=1e308, c=3)  # its noise scale underflows to 0
+
+
+def test_guarantees_say_they_are_the_papers_for_the_idealised_mechanism():
+    """Issue 20, item 3: ``privacy()`` (its ``scope``), the Guarantee docs, the CLI table and
+    the README say that the guarantee is the paper's for the idealised mechanism and that the
+    floating-point samplers are for simulation, not for releasing real data (Mironov 2012)."""
+    for name in svtjax.names():
+        mech = svtjax.get(name, **svtjax.mechanisms.registry()[name].example_params(n=20))
+        scope = mech.privacy().scope
+        assert "idealised mechanism" in scope and "not for releasing real data" in scope
+        assert "Mironov 2012" in scope
+    assert "Mironov" in accounting.Guarantee.__doc__ and "simulation" in accounting.__doc__
+    readme = (ROOT / "README.md").read_text()
+    assert "Mironov 2012" in readme and "not for releasing real data" in readme
+    with pytest.MonkeyPatch.context() as mp, no_kernels(mp):
+        code, out, _ = run_cli(["simulate", "-m", "svt-s", "-e", "1", "--trials", "2", "--c",
+                                "3", "-d", "binary"])
+    assert code == 0 and "not for releasing real data" in out
