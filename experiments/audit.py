@@ -1,13 +1,15 @@
 """Empirical privacy audit of every registered mechanism (``svtjax reproduce audit``).
 
 Runs :func:`svtjax.audit.audit` on each name in ``svtjax.mechanisms.names()`` at ε = 1 (with
-the parameters of ``svtjax.audit.MECHANISM_PARAMS``, or a generic fallback for a name missing
-there) and prints, per mechanism: the claimed guarantee, the best lower bound on ε found at 99%
-confidence, the witness (the neighbouring inputs and the output event), the trials used and the
-verdict — "violation" when the bound exceeds the nominal ε the mechanism is run at. Lyu, Su, Li
-(2017) prove Algorithms 3 (``roth11``), 5 (``stoddard``) and 6 (``chen``) are not ε′-DP for any
-ε′ and Algorithm 4 (``lee-clifton``, claimed ε-DP) only ((1+6c)/4)ε-DP; those four should be
-flagged, and no mechanism's bound may exceed what its ``privacy()`` proves (column
+the parameters ``svtjax.audit.mechanism_params`` gives: each mechanism class's
+``example_params`` plus the audit's generic rules) and prints, per mechanism: the claimed
+guarantee, the ε its ``privacy()`` proves, the best lower bound on ε found at 99% confidence and
+how it was computed (``method``), the witness (the neighbouring inputs and the output event), the
+trials used and ``exceeds_nominal`` — True when the bound exceeds the nominal ε the mechanism is
+run at (``status`` is ``audited``, or ``skipped`` when the mechanism could not be built). Lyu,
+Su, Li (2017) prove Algorithms 3 (``roth11``), 5 (``stoddard``) and 6 (``chen``) are not ε′-DP
+for any ε′ and Algorithm 4 (``lee-clifton``, claimed ε-DP) only ((1+6c)/4)ε-DP; those four
+should be flagged, and no mechanism's bound may exceed what its ``privacy()`` proves (column
 ``exceeds_proven``; a True there is a bug in a kernel or a privacy formula, or a 1% accident).
 
 Outputs (``--out``, default ``results/audit/``): ``audit.csv`` (one row per mechanism),
@@ -51,10 +53,11 @@ from ._common import (
 EPSILON = 1.0
 QUICK = dict(trials=200_000, search_trials=4096)
 PAPER = dict(trials=2_000_000, search_trials=16_384)
-COLUMNS = ("mechanism", "params", "claim", "nominal_epsilon", "claimed_epsilon", "delta",
-           "lower_bound", "confidence", "count", "count_prime", "validation_trials",
-           "selection_trials", "num_pairs", "trials", "seconds", "verdict", "exceeds_proven",
-           "witness_pair", "witness_event", "witness")
+COLUMNS = ("mechanism", "params", "claim", "nominal_epsilon", "proven_epsilon", "delta",
+           "lower_bound", "confidence", "method", "count", "validation_trials", "count_prime",
+           "validation_trials_prime", "selection_trials", "num_pairs", "total_trials",
+           "seconds", "status", "exceeds_nominal", "exceeds_proven", "witness_pair",
+           "witness_event", "witness")
 
 
 @dataclasses.dataclass
@@ -72,17 +75,18 @@ class Config:
 def _row(name: str, result=None, params=None, error: Optional[str] = None) -> dict[str, Any]:
     if result is None:
         return {"mechanism": name, "params": dumps(params or {}),
-                "claim": f"not audited: {error}", "verdict": "skipped"}
+                "claim": f"not audited: {error}", "status": "skipped"}
     d = result.to_dict()
     w = result.witness
     return {
         "mechanism": name, "params": json.dumps(d["params"]), "claim": d["statement"],
-        "nominal_epsilon": d["nominal_epsilon"], "claimed_epsilon": d["claimed_epsilon"],
+        "nominal_epsilon": d["nominal_epsilon"], "proven_epsilon": d["proven_epsilon"],
         "delta": d["delta"], "lower_bound": d["lower_bound"], "confidence": d["confidence"],
-        "count": d["count"], "count_prime": d["count_prime"],
-        "validation_trials": d["validation_trials"], "selection_trials": d["selection_trials"],
-        "num_pairs": d["num_pairs"], "trials": d["trials"], "seconds": d["seconds"],
-        "verdict": d["verdict"], "exceeds_proven": d["exceeds_proven"],
+        "method": d["method"], "count": d["count"], "validation_trials": d["validation_trials"],
+        "count_prime": d["count_prime"], "validation_trials_prime": d["validation_trials_prime"],
+        "selection_trials": d["selection_trials"], "num_pairs": d["num_pairs"],
+        "total_trials": d["total_trials"], "seconds": d["seconds"], "status": "audited",
+        "exceeds_nominal": d["exceeds_nominal"], "exceeds_proven": d["exceeds_proven"],
         "witness_pair": w.pair.describe() if w else "", "witness_event":
         w.event.describe() if w else "", "witness": json.dumps(d["witness"]),
     }
@@ -91,8 +95,8 @@ def _row(name: str, result=None, params=None, error: Optional[str] = None) -> di
 def run(config: Config, log=print) -> list[dict[str, Any]]:
     """Audits every mechanism of ``config`` (default: the whole registry); one row each.
 
-    A mechanism that cannot be built from ``MECHANISM_PARAMS`` or the fallback gets a
-    ``"skipped"`` row naming the problem, so the table always covers the registry.
+    A mechanism that cannot be built from ``svtjax.audit.mechanism_params`` gets a row with
+    status ``"skipped"`` naming the problem, so the table always covers the registry.
     """
     import svtjax
     from svtjax import audit as audit_mod
@@ -113,8 +117,10 @@ def run(config: Config, log=print) -> list[dict[str, Any]]:
                                  confidence=config.confidence, seed=config.seed, log=say)
         row = _row(name, result)
         rows.append(row)
+        flag = {True: "exceeds nominal ε", False: "within nominal ε", None: "no nominal ε"}
         log(f"[audit] {name}: ε ≥ {result.lower_bound:.3f} (nominal {result.nominal_epsilon}, "
-            f"proved {result.claimed_epsilon}) -> {result.verdict}, {result.seconds:.1f} s")
+            f"proven {result.proven_epsilon}) -> {flag[result.exceeds_nominal]}, "
+            f"{result.seconds:.1f} s")
     return rows
 
 
@@ -132,32 +138,34 @@ def table_markdown(rows: Sequence[dict[str, Any]], config: Config, seconds: floa
         f"# Empirical privacy audit (ε = {config.epsilon}, confidence "
         f"{100 * config.confidence:g}%)",
         "",
-        f"{config.trials} validation trials per side; {config.search_trials} selection trials "
-        f"per side per candidate pair; seed {config.seed}; {seconds:.0f} s in all.",
-        "A lower bound is valid with probability ≥ the confidence. verdict = violation when it "
-        "exceeds the nominal ε; exceeds proven = it exceeds what privacy() proves.",
+        f"{config.trials} validation trials per side; {config.search_trials} first-round "
+        f"search trials per side per candidate pair; seed {config.seed}; {seconds:.0f} s in all.",
+        "A lower bound is valid with probability ≥ the confidence. exceeds nominal = it exceeds "
+        "the nominal ε (the claim is violated); exceeds proven = it exceeds what privacy() "
+        "proves (a bug, or a 1 − confidence accident).",
         "",
-        "| mechanism | params | claimed guarantee | nominal ε | proved ε | lower bound | "
-        "counts (q vs q′) | trials | seconds | verdict | exceeds proven |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| mechanism | params | claimed guarantee | nominal ε | proven ε | lower bound | method | "
+        "counts (q vs q′) | total trials | seconds | status | exceeds nominal | exceeds proven |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        proved = r.get("claimed_epsilon")
-        proved = "not private" if proved is None and r["verdict"] != "skipped" else proved
-        counts = (f"{r['count']} vs {r['count_prime']} / {r['validation_trials']}"
-                  if "count" in r else "—")
+        proven = r.get("proven_epsilon")
+        proven = "not private" if proven is None and r["status"] != "skipped" else proven
+        counts = (f"{r['count']} / {r['validation_trials']} vs {r['count_prime']} / "
+                  f"{r['validation_trials_prime']}" if "count" in r else "—")
         lines.append(
             f"| {r['mechanism']} | {r['params']} | {r['claim']} | {_fmt(r.get('nominal_epsilon'))}"
-            f" | {_fmt(proved)} | {_fmt(r.get('lower_bound'))} | {counts} | "
-            f"{_fmt(r.get('trials'))} | {_fmt(r.get('seconds'), 1)} | {r['verdict']} | "
+            f" | {_fmt(proven)} | {_fmt(r.get('lower_bound'))} | {_fmt(r.get('method'))} | "
+            f"{counts} | {_fmt(r.get('total_trials'))} | {_fmt(r.get('seconds'), 1)} | "
+            f"{r['status']} | {_fmt(r.get('exceeds_nominal'))} | "
             f"{_fmt(r.get('exceeds_proven'))} |")
     lines += ["", "## Witnesses", ""]
     for r in rows:
         if r.get("witness_pair"):
             lines.append(f"* **{r['mechanism']}**: {r['witness_pair']}; E: {r['witness_event']}")
-    flagged = [r["mechanism"] for r in rows if r["verdict"] == "violation"]
+    flagged = [r["mechanism"] for r in rows if r.get("exceeds_nominal") is True]
     wrong = [r["mechanism"] for r in rows if r.get("exceeds_proven") is True]
-    skipped = [r["mechanism"] for r in rows if r["verdict"] == "skipped"]
+    skipped = [r["mechanism"] for r in rows if r["status"] == "skipped"]
     lines += ["", f"flagged (bound above nominal ε): {', '.join(flagged) or 'none'}",
               f"bound above the proved ε: {', '.join(wrong) or 'none'}",
               f"skipped: {', '.join(skipped) or 'none'}", ""]
@@ -182,11 +190,11 @@ def claims(rows: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
     by = {r["mechanism"]: r for r in rows}
     for name, text in NOT_AS_CLAIMED.items():
         r = by.get(name)
-        if r is None or r["verdict"] == "skipped":
+        if r is None or r["status"] == "skipped":
             out.append(claim(text, "violation", "not audited", "—", "not checked",
                              "not in this run's --mechanisms" if r is None else r["claim"]))
             continue
-        ok = r["verdict"] == "violation"
+        ok = r.get("exceeds_nominal") is True
         out.append(claim(
             text, "violation", f"99% lower bound on ε: {r['lower_bound']:.3f} at nominal ε = "
             f"{r['nominal_epsilon']}", "lower bound above the nominal ε",
@@ -194,7 +202,7 @@ def claims(rows: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
             "" if ok else "no witness found within this run's trials: the audit is a search "
             "and can miss a violation; raise --trials / --search-trials"))
     proven = [r for r in rows if r["mechanism"] not in NOT_AS_CLAIMED
-              and r["verdict"] != "skipped"]
+              and r["status"] != "skipped"]
     above = [r["mechanism"] for r in proven if r.get("exceeds_proven") is True]
     if proven:
         out.append(claim(

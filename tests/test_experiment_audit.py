@@ -75,6 +75,12 @@ def test_tiny_real_run_writes_outputs(tmp_path, capsys):
     assert em["exceeds_nominal"] == "False" and em["exceeds_proven"] == "False"
     assert float(em["lower_bound"]) <= float(em["proven_epsilon"])
     assert json.loads(rows["stoddard"]["witness"])["event"]["description"]
+    assert list(rows["stoddard"]) == list(experiment.COLUMNS)
+    for r in rows.values():  # svtjax.audit's own fields, as AuditResult.to_dict names them
+        assert r["status"] == "audited" and r["method"] in ("conditional", "clopper-pearson")
+        validation = int(r["validation_trials"]) + int(r["validation_trials_prime"])
+        assert validation == 2 * 20000  # a conditional bound splits them by a coin
+        assert int(r["total_trials"]) == int(r["selection_trials"]) + validation
     with open(out / "claims.csv", encoding="utf-8") as f:
         claims = {c["claim"]: c for c in csv.DictReader(f)}
     (stoddard,) = [c for c in claims.values() if c["claim"].startswith("Lyu'17 Alg. 5")]
