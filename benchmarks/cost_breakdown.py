@@ -84,7 +84,8 @@ def case(n: int, trials: int, mode: str, rounds: int) -> dict:
         "f1_ser": lambda r: _time(lambda: run(jax.tree_util.Partial(
             workload.MetricReducer(workload.C), scores))),
         "outcome": lambda r: _time(lambda: svtjax.simulate(
-            mech, q, threshold, trials=trials, seed=0, shuffle=shuffle).answers.block_until_ready()),
+            mech, q, threshold, trials=trials, seed=0,
+            shuffle=shuffle).answers.block_until_ready()),
         "outcome_selected": lambda r: _time(lambda: jax.block_until_ready(
             workload.selected_and_halts(workload.C)(svtjax.simulate(
                 mech, q, threshold, trials=trials, seed=0, shuffle=shuffle)))),
