@@ -76,6 +76,9 @@ def case(n: int, trials: int, mode: str, rounds: int) -> dict:
     def rng_jax(key):
         return jax.random.laplace(key, (blocks * 64,), jnp.float32).sum()
 
+    def full():  # the full Outcome, as a user without reduce= gets it
+        return svtjax.simulate(mech, q, threshold, trials=trials, seed=0, shuffle=shuffle)
+
     fns = {
         "rng": lambda r: _time(lambda: rng_fast(kd)),
         "rng_jax": lambda r: _time(lambda: rng_jax(jax.random.key(2))),
@@ -83,12 +86,9 @@ def case(n: int, trials: int, mode: str, rounds: int) -> dict:
         "counts": lambda r: _time(lambda: run(workload.count_reduce)),
         "f1_ser": lambda r: _time(lambda: run(jax.tree_util.Partial(
             workload.MetricReducer(workload.C), scores))),
-        "outcome": lambda r: _time(lambda: svtjax.simulate(
-            mech, q, threshold, trials=trials, seed=0,
-            shuffle=shuffle).answers.block_until_ready()),
+        "outcome": lambda r: _time(lambda: jax.block_until_ready(full().answers)),
         "outcome_selected": lambda r: _time(lambda: jax.block_until_ready(
-            workload.selected_and_halts(workload.C)(svtjax.simulate(
-                mech, q, threshold, trials=trials, seed=0, shuffle=shuffle)))),
+            workload.selected_and_halts(workload.C)(full()))),
     }
     rows = timing.interleaved(fns, rounds=rounds, warmup=1)
     med = {k: v.get("median_s") for k, v in rows.items()}

@@ -1464,6 +1464,9 @@ def _build_parser() -> argparse.ArgumentParser:
                         help="δ of the bound (default: the δ of the mechanism's claim)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--exact", action="store_true",
+                        help="no sampling: the exact loss over answer vectors on documented "
+                             "short neighbouring pairs (svtjax.exact.audit)")
     return parser
 
 
@@ -1498,6 +1501,20 @@ def _run(args) -> AuditResult:
     mech = _mechanism_from_args(args)
     return audit(mech, trials=args.trials, seconds=seconds, confidence=args.confidence,
                  delta=args.delta, seed=args.seed)
+
+
+def _run_exact(args) -> str:
+    """``--exact``: the exact privacy loss on documented short neighbouring pairs
+    (:func:`svtjax.exact.audit_report`); the Monte Carlo budget options do not apply."""
+    ignored = [flag for flag, value in (("--seconds", args.seconds), ("--trials", args.trials),
+                                        ("--delta", args.delta)) if value is not None]
+    if ignored:
+        verb = "does" if len(ignored) == 1 else "do"
+        raise ValueError(f"{' and '.join(ignored)} {verb} not apply with --exact (no trials are "
+                         "run)")
+    from svtjax.exact import audit_report
+
+    return audit_report(_mechanism_from_args(args), as_json=args.json)
 
 
 def format_result(r: AuditResult) -> str:
@@ -1536,6 +1553,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except SystemExit as exit_:  # --help (0) or a usage error (2, one line printed)
         return exit_.code if isinstance(exit_.code, int) else 2
     try:
+        if args.exact:  # svtjax.exact: every answer vector by quadrature over ρ, no trials
+            print(_run_exact(args))
+            return 0
         result = _run(args)
     except (ValueError, TypeError) as err:
         print(f"svtjax audit: error: {err}", file=sys.stderr)

@@ -66,7 +66,8 @@ def utility_curves(results: Any, out: Optional[str | os.PathLike] = None, *,
         raise ValueError(f"column {x!r} holds no numbers to plot against")
     stats = {"threshold", "metric", "mean", "std", "se", "ci_low", "ci_high", "trials",
              "seconds", "seed", "point_id", "mechanism", "label", "dataset", x}
-    varying = [k for k in rows[0] if k not in stats and len({str(r[k]) for r in rows}) > 1]
+    varying = [k for k in rows[0] if k not in stats and not k.startswith("exact_")
+               and len({str(r[k]) for r in rows}) > 1]
     # c (the top-c size) gets its own panels; other varying parameters split a label's line
     panel_cols = ["dataset"] + [k for k in varying if k == "c"]
     line_cols = [k for k in varying if k != "c"]

@@ -15,6 +15,7 @@ A sweep is described by a TOML file or an equivalent dict (:func:`load_config`):
     dtype = "float32"             # or "float64"
     points_per_batch = "auto"     # points vmapped together in one call (see below)
     quantiles = [0.5]             # optional: per-trial quantiles of every metric (columns q0.5)
+    exact = false                 # true: exact expected metrics beside them (see below)
 
     [grid]                        # axes shared by every mechanism that takes the parameter
     epsilon = [0.1, 0.5, 1.0]
@@ -84,6 +85,23 @@ from ``fold_in(fold_in(fold_in(key(point_seed), 2**32 - 1), t), i)`` with ``i = 
 and ``i = 1`` (metrics), never from the mechanism's key ``fold_in(key(point_seed), t)``; with a
 per-trial threshold rule a point's numbers equal ``mech(fold_in(key(point_seed), t), scores,
 threshold_t)`` trial by trial.
+
+Exact columns (``exact = true``): every point whose mechanism has an exact law
+(``svtjax.exact.supported()``: single-pass Figure 1 rules; resampling only with ``shuffle =
+false``) gets the columns ``exact_ser``, ``exact_ncr``, ``exact_picks``, ``exact_correct``
+(E[|S ∩ Top-c|]) and, beside a Monte Carlo metric of the same name and definition,
+``exact_ncs``, ``exact_recall``, ``exact_fnr``, ``exact_evaluated`` (a fraction of the stream)
+and ``exact_cost`` (:data:`EXACT_METRICS`): ``svtjax.exact.expected_metrics`` of the point's
+mechanism, scores, threshold, order and c, computed once per point on the host (CPU), in
+float64 where ``jax_enable_x64`` is on (recommended: ``dtype = "float64"``; in float32 the
+exact values carry about 1e-6 of rounding, and the run says so in one line). The other points'
+exact columns are empty, and the run logs one line per mechanism saying why; a per-trial
+threshold rule has no single threshold to integrate over, so all are empty (one line).
+``exact`` is not part of a point's hash: the Monte Carlo numbers do not depend on it, so
+turning it on or off reuses every finished point. The exact values are stored in the point's
+record with the float dtype they were computed in; a reused record without them (or computed in
+another dtype) gets them computed and rewritten, and a sweep without ``exact`` ignores them, so
+no resumed row is wrong either way.
 
 Output (``out`` directory): ``results.csv`` (tidy: one row per point × metric with mean, std,
 standard error, 95% interval, trials, seconds), ``results.parquet`` when pyarrow is installed,
@@ -159,7 +177,7 @@ EXTRA_METRICS = {
 
 _SWEEP_KEYS = {"name", "seed", "trials", "datasets", "metrics", "shuffle", "threshold",
                "memory_budget_mb", "dtype", "description", "points_per_batch", "quantiles",
-               "plugins"}
+               "plugins", "exact"}
 _TOP_KEYS = {"sweep", "grid", "mechanisms", "plot"}
 _CSV_FIXED = ["dataset", "mechanism", "label"]
 _CSV_STATS = ["threshold", "metric", "mean", "std", "se", "ci_low", "ci_high", "trials",
@@ -336,6 +354,7 @@ class SweepConfig:
     dtype: str = "float32"
     points_per_batch: Any = "auto"
     quantiles: tuple = ()
+    exact: bool = False
     plot: dict = dataclasses.field(default_factory=dict)
     raw: dict = dataclasses.field(default_factory=dict)
     extra_metrics: tuple = ()
@@ -503,6 +522,10 @@ def _validate_config(raw: dict, extra_metrics: tuple = (), threshold_rules: tupl
     shuffle = sweep.get("shuffle", True)
     if not isinstance(shuffle, bool):
         raise _fail(f"[sweep] shuffle must be true or false; got {shuffle!r}")
+    exact = sweep.get("exact", False)
+    if not isinstance(exact, bool):
+        raise _fail(f"[sweep] exact must be true or false (true adds the exact expected metrics "
+                    f"of svtjax.exact beside the Monte Carlo ones); got {exact!r}")
     dtype = sweep.get("dtype", "float32")
     if not isinstance(dtype, str) or dtype not in ("float32", "float64"):
         raise _fail(f"[sweep] dtype must be \"float32\" or \"float64\"; got {dtype!r}")
@@ -649,7 +672,8 @@ def _validate_config(raw: dict, extra_metrics: tuple = (), threshold_rules: tupl
                          grid=grid, trials=trials, seed=seed, metrics=tuple(metric_list),
                          shuffle=shuffle, threshold=threshold, memory_budget_mb=float(budget),
                          dtype=dtype, points_per_batch=ppb,
-                         quantiles=tuple(float(q) for q in quantiles), plot=plot, raw=raw,
+                         quantiles=tuple(float(q) for q in quantiles), exact=exact, plot=plot,
+                         raw=raw,
                          extra_metrics=tuple(m for m in extra_metrics if m.name in metric_list),
                          threshold_rules=threshold_rules)
     # builds every mechanism (bad parameter values, or numbers the dtype cannot hold, fail
@@ -1418,6 +1442,9 @@ def _run_points(config, outdir, dtype, pidx, pcount, num_devices, resume, progre
     mechs = [p.build() for p in points]
     for i, (p, m) in enumerate(zip(points, mechs)):
         groups.setdefault(_group_key(p, m), []).append(i)
+    # which points get exact columns (and one line per mechanism that does not), before any
+    # compilation
+    exact = _Exact(config, points, mechs, scores_by, log, announce=pidx == 0)
     todo = {key: [i for j, i in enumerate(members) if j % pcount == pidx and ids[i] not in records]
             for key, members in groups.items()}
     total = sum(len(v) for v in todo.values()) * config.trials
@@ -1494,6 +1521,9 @@ def _run_points(config, outdir, dtype, pidx, pcount, num_devices, resume, progre
                         every = np.concatenate(kept, axis=-1)[j]
                         rec["quantiles"] = {m: [float(v) for v in np.quantile(
                             every[q], config.quantiles)] for q, m in enumerate(config.metrics)}
+                    exact_rec = exact.compute(i)
+                    if exact_rec is not None:
+                        rec["exact"] = exact_rec
                     records[ids[i]] = rec
                     if outdir is not None:
                         _write_json(_point_record_path(outdir, ids[i]), rec)
@@ -1509,15 +1539,179 @@ def _run_points(config, outdir, dtype, pidx, pcount, num_devices, resume, progre
     if pcount > 1 and pidx == 0 and outdir is not None:
         _wait_for(outdir, points, ids, records, wait_timeout, log)
     mine = [i for i in range(len(points)) if ids[i] in records]
-    rows = _rows(config, points, ids, records, mine)
+    for i in mine:  # reused records computed without exact (or in another dtype)
+        rec = records[ids[i]]
+        if config.exact and i not in exact.why and not exact.current(rec):
+            exact_rec = exact.compute(i)
+            if exact_rec is not None:
+                records[ids[i]] = rec = {**rec, "exact": exact_rec}
+                if outdir is not None:
+                    _write_json(_point_record_path(outdir, ids[i]), rec)
+    rows = _rows(config, points, ids, records, mine, exact)
     files: list[str] = []
     if outdir is not None and pidx == 0:
         files = _write_outputs(config, rows, outdir, {
             "points": len(points), "computed": computed, "reused": reused,
             "processes": pcount, "devices": [str(d) for d in jax.local_devices()[:num_devices]],
-            "compiles": compiles, "seconds": time.perf_counter() - start_time})
+            "compiles": compiles, "seconds": time.perf_counter() - start_time,
+            **({"exact": exact.summary()} if config.exact else {})})
     return SweepResult(rows, None if outdir is None else str(outdir), files, computed, reused,
                        compiles, time.perf_counter() - start_time)
+
+
+# -- exact expected metrics (``[sweep] exact = true``) ---------------------------------------------
+
+EXACT_METRICS = {
+    "ser": "E[SER] (svtjax.exact.expected_metrics, no sampling)",
+    "ncr": "E[NCR]",
+    "picks": "E[|S|], the expected number of picks (at most c)",
+    "correct": "E[|S ∩ Top-c|] (NaN where ties at the c-th score straddle the Top-c boundary)",
+    "ncs": "E[NCS] = 1 - E[SER]",
+    "recall": "E[recall] = E[|S ∩ Top-c|] / c",
+    "fnr": "E[FNR] = 1 - E[recall]",
+    "evaluated": "E[fraction of the stream evaluated before halting]",
+    "cost": "E[privacy budget charged per trial] (sum of Outcome.cost)",
+}
+"""Exact columns ``exact_<metric>`` of a sweep with ``exact = true``: the first four always, the
+others beside a Monte Carlo metric of the same name (same definition as that metric). Precision
+and F1 are ratios of the picks, whose expectation is not linear in the selection law: none."""
+
+_EXACT_ALWAYS = ("ser", "ncr", "picks", "correct")
+
+
+def exact_columns(config: SweepConfig) -> list[str]:
+    """The ``exact_<metric>`` columns of the config's results (none without ``exact = true``)."""
+    if not config.exact:
+        return []
+    names = list(_EXACT_ALWAYS) + [m for m in config.metrics
+                                   if m in EXACT_METRICS and m not in _EXACT_ALWAYS]
+    return [f"exact_{m}" for m in names]
+
+
+def _exact_dtype() -> str:
+    import jax
+
+    return "float64" if jax.config.jax_enable_x64 else "float32"
+
+
+def _on_host():
+    """Places the exact computation on the CPU (small arrays; no accelerator round trips)."""
+    import jax
+
+    try:
+        return jax.default_device(jax.local_devices(backend="cpu")[0])
+    except RuntimeError:  # no CPU backend in this process
+        return contextlib.nullcontext()
+
+
+def _why(err: Exception) -> str:
+    text = " ".join(str(err).split())
+    return text.removeprefix("svtjax.exact: ")
+
+
+class _Exact:
+    """The exact columns of one run: which points qualify (and why not), computed per point.
+
+    A point's exact values are stored in its record (``"exact"``: the values of
+    ``svtjax.exact.expected_metrics``, n and the float dtype they were computed in) and reused
+    when the record is, unless they were computed in another dtype."""
+
+    def __init__(self, config: SweepConfig, points, mechs, scores_by, log, announce: bool):
+        self.config, self.points, self.mechs, self.scores_by = config, points, mechs, scores_by
+        self.log, self.announce = log, announce
+        self.why: dict[int, str] = {}  # point index -> why it has no exact columns
+        self.logged: set = set()
+        if not config.exact:
+            return
+        rule = config.threshold_rule()
+        if rule is not None:
+            self.why = {i: "per-trial threshold" for i in range(len(points))}
+            if announce:
+                log(f"[sweep] exact: threshold = {config.threshold!r} draws a threshold per "
+                    "trial, and the exact law needs one threshold per point: every exact "
+                    "column is empty")
+            return
+        if announce and _exact_dtype() != "float64":
+            log("[sweep] exact: jax_enable_x64 is off, so the exact columns are computed in "
+                "float32 (about 1e-6 rounding); float64 is recommended (dtype = \"float64\")")
+        gaps: dict[tuple, list[int]] = {}
+        for i, mech in enumerate(mechs):
+            reason = self._blocker(mech)
+            if reason is not None:
+                self.why[i] = reason
+                gaps.setdefault((points[i].label, points[i].mechanism, reason), []).append(i)
+        for (label, name, reason), which in gaps.items():
+            self._say(label, name, reason, len(which))
+
+    def _blocker(self, mech) -> Optional[str]:
+        """Why ``svtjax.exact`` has no law for this mechanism in this sweep (None: it has)."""
+        from svtjax import exact
+
+        try:
+            law = exact.law(mech)
+        except ValueError as err:
+            return _why(err)
+        if self.config.shuffle and (law.resample or law.k_max is not None):
+            what = "resamples the threshold" if law.resample else "caps the stream at k_max"
+            return (f"random order (shuffle = true) is not supported for a mechanism that "
+                    f"{what}")
+        return None
+
+    def _say(self, label: str, name: str, reason: str, count: Optional[int] = None) -> None:
+        if (label, reason) in self.logged:
+            return
+        self.logged.add((label, reason))
+        total = sum(1 for p in self.points if p.label == label)
+        how_many = f"{count} of {total}" if count is not None else "a"
+        self.log(f"[sweep] exact: {label} ({name}), {how_many} point(s): exact columns empty: "
+                 f"{reason}")
+
+    def current(self, rec: dict) -> bool:
+        ex = rec.get("exact")
+        return isinstance(ex, dict) and ex.get("dtype") == _exact_dtype()
+
+    def compute(self, i: int) -> Optional[dict]:
+        """Point ``i``'s exact record, or None (it does not qualify; logged once)."""
+        if not self.config.exact or i in self.why:
+            return None
+        from svtjax import exact
+
+        p = self.points[i]
+        scores = self.scores_by[p.dataset]
+        try:
+            with _on_host():
+                values = exact.expected_metrics(self.mechs[i], scores,
+                                                _threshold(self.config, scores, p.c),
+                                                shuffle=self.config.shuffle, c=p.c)
+                values = {k: float(v) for k, v in values.items()}
+        except ValueError as err:
+            self.why[i] = _why(err)
+            self._say(p.label, p.mechanism, self.why[i])
+            return None
+        return {"dtype": _exact_dtype(), "n": int(scores.shape[0]), "values": values}
+
+    def cells(self, i: int, rec: dict) -> dict:
+        """The ``exact_<metric>`` cells of point ``i``'s rows (None: empty)."""
+        cols = exact_columns(self.config)
+        ex = rec.get("exact") if i not in self.why and self.current(rec) else None
+        if ex is None:
+            return {col: None for col in cols}
+        values = ex["values"]
+        out = {}
+        for col in cols:
+            m = col[len("exact_"):]
+            # the sweep's "evaluated" is a fraction of the stream; exact's, positions read
+            out[col] = values[m] / ex["n"] if m == "evaluated" else values[m]
+        return out
+
+    def summary(self) -> dict:
+        """What results.json says about the exact columns."""
+        cols = exact_columns(self.config)
+        empty = {}
+        for i, reason in self.why.items():
+            empty.setdefault(self.points[i].label, reason)
+        return {"columns": {c: EXACT_METRICS[c[len("exact_"):]] for c in cols},
+                "dtype": _exact_dtype(), "empty": empty}
 
 
 def _prepared(config: SweepConfig, mechs: Sequence, cs: Sequence[int], dtype) -> dict:
@@ -1562,7 +1756,7 @@ def _wait_for(outdir, points, ids, records, timeout, log) -> None:
         time.sleep(0.2)
 
 
-def _rows(config, points, ids, records, which) -> list[dict]:
+def _rows(config, points, ids, records, which, exact: Optional[_Exact] = None) -> list[dict]:
     columns = param_columns(points)
     rows = []
     for i in which:
@@ -1572,13 +1766,14 @@ def _rows(config, points, ids, records, which) -> list[dict]:
         for col in columns:
             v = axes.get(col, dict(p.params).get(col, ""))
             base[col] = v if not isinstance(v, tuple) else json.dumps(list(v))
+        cells = exact.cells(i, rec) if exact is not None else {}
         for m in config.metrics:
             n, mean, m2 = rec["stats"][m]
             quantiles = {_quantile_column(q): v for q, v in
                          zip(config.quantiles, rec.get("quantiles", {}).get(m, []))}
             rows.append({**base, "threshold": rec["threshold"], "metric": m,
-                         **_summarise(n, mean, m2), **quantiles, "seconds": rec["seconds"],
-                         "seed": rec["seed"], "point_id": ids[i]})
+                         **_summarise(n, mean, m2), **quantiles, **cells,
+                         "seconds": rec["seconds"], "seed": rec["seed"], "point_id": ids[i]})
     return rows
 
 
@@ -1593,6 +1788,8 @@ def param_columns(points: Sequence[Point]) -> list[str]:
 
 
 def _fmt(v: Any) -> str:
+    if v is None:  # an empty cell (an exact column of a point without an exact law)
+        return ""
     if isinstance(v, float):
         return repr(v)
     return str(v)
@@ -1614,7 +1811,8 @@ def _write_outputs(config, rows, outdir: pathlib.Path, info: dict) -> list[str]:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        numeric = _NUMERIC | {_quantile_column(q) for q in config.quantiles}
+        numeric = _NUMERIC | {_quantile_column(q) for q in config.quantiles} | \
+            set(exact_columns(config))
         table = pa.Table.from_pylist([{k: (str(v) if k not in numeric else v)
                                        for k, v in r.items()} for r in rows])
         _atomic_write(outdir / "results.parquet", lambda tmp: pq.write_table(table, tmp),
@@ -1689,7 +1887,8 @@ def format_table(rows: Sequence[dict], metrics: Optional[Sequence[str]] = None) 
     if not rows:
         return "(no results)"
     metrics = list(dict.fromkeys(r["metric"] for r in rows)) if metrics is None else metrics
-    skip = set(_CSV_STATS) | {"mechanism"} | {k for k in rows[0] if _is_quantile(k)}
+    skip = set(_CSV_STATS) | {"mechanism"} | {k for k in rows[0] if _is_quantile(k)
+                                               or k.startswith("exact_")}
     keys = [k for k in rows[0] if k not in skip]
     by: dict[tuple, dict] = {}
     for r in rows:
@@ -1703,6 +1902,9 @@ def format_table(rows: Sequence[dict], metrics: Optional[Sequence[str]] = None) 
             r = ms.get(m)
             cells.append("" if r is None else f"{r['mean']:.3f} ± {(r['ci_high'] - r['mean']):.3f}"
                          if math.isfinite(r["ci_high"]) else f"{r['mean']:.3f}")
+            exact = None if r is None else r.get(f"exact_{m}")
+            if isinstance(exact, (int, float)) and not isinstance(exact, bool):
+                cells[-1] += f" (exact {exact:.3f})"
         cells.append(f"{ms['_seconds']:.2f}")
         lines.append(cells)
     widths = [max(len(h), *(len(x[i]) for x in lines)) for i, h in enumerate(header)]

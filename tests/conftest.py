@@ -13,6 +13,23 @@ jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_numpy_dtype_promotion", "standard")
 
 
+def _compilation_cache() -> None:
+    """Compiled kernels persist between test runs (JAX's persistent compilation cache, keyed by
+    the computation, the jax/jaxlib version and the compile options, so a stale entry is never
+    used): most of a cold run's time is XLA compiling the same few hundred kernels. The cache
+    lives in ``$SVTJAX_TEST_CACHE_DIR`` (``SVTJAX_TEST_CACHE_DIR=`` empty turns it off), by
+    default ``~/.cache/svtjax/xla-tests``, apart from the command line's cache."""
+    directory = os.environ.get("SVTJAX_TEST_CACHE_DIR")
+    if directory == "":
+        return
+    from svtjax._cache import default_cache_dir, enable_compilation_cache
+
+    enable_compilation_cache(directory or default_cache_dir().parent / "xla-tests")
+
+
+_compilation_cache()
+
+
 @pytest.fixture
 def strict_promotion():
     with jax.numpy_dtype_promotion("strict"):

@@ -257,8 +257,10 @@ def test_mechanism_params_use_the_hook(monkeypatch):
     cls = type(svtjax.get("svt-s", epsilon=1.0, c=3))
     monkeypatch.setattr(cls, "example_params", classmethod(
         lambda cls, *, epsilon, c, n: {"epsilon": epsilon, "c": c, "eps3": 0.1}), raising=False)
+    # the hook's parameters, plus the workload's choices the mechanism takes (Zipf counts are
+    # monotonic queries; the allocation of the papers' experiments)
     assert workload.mechanism_params("svt-s", epsilon=0.5, c=7, n=100) == {
-        "epsilon": 0.5, "c": 7, "eps3": 0.1}
+        "epsilon": 0.5, "c": 7, "eps3": 0.1, "monotonic": True, "allocation": "1:c^(2/3)"}
 
 
 def test_interleaved_rounds_alternate_engines():

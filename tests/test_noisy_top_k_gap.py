@@ -12,14 +12,15 @@ import pytest
 from scipy import integrate, stats
 
 import svtjax
+from tests.laws import laplace_cdf, laplace_pdf
 
 
 def _diff_cdf(b: float, shift: float):
     """x -> P(shift + L1 − L2 <= x), L1, L2 ~ Lap(b) independent."""
-    lap = stats.laplace(scale=b)
+    pdf, lap_cdf = laplace_pdf(b), laplace_cdf(b)
 
     def cdf(x):
-        f = lambda z: lap.pdf(z) * lap.cdf(x - shift + z)  # noqa: E731  (z = L2)
+        f = lambda z: pdf(z) * lap_cdf(x - shift + z)  # noqa: E731  (z = L2)
         edges = [-np.inf, *sorted({-(x - shift), 0.0}), np.inf]
         return sum(integrate.quad(f, lo, hi, limit=200)[0] for lo, hi in zip(edges[:-1],
                                                                                edges[1:]))

@@ -16,12 +16,11 @@ def test_readme_python_example_runs(capsys):
 
 
 def test_readme_quick_start_has_two_commands():
-    text = README.read_text()
-    quick = text.split("## Quick start", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
-    commands = [line for line in quick.strip().splitlines() if line.strip()]
+    commands = _quick_start_commands()
     assert len(commands) == 2
     ci = (README.parent / ".ci" / "run").read_text()
     assert commands[1] in ci  # CI runs the README's test command
+    assert "--durations=20" in commands[1]  # the slowest tests are listed in CI's log
 
 
 def _quick_start_commands():

@@ -12,14 +12,15 @@ import pytest
 from scipy import integrate, stats
 
 import svtjax
+from tests.laws import laplace_cdf, laplace_pdf
 
 
 def _gap_cdf(b_nu, b_rho, shift):
     """CDF of D = shift + ν − ρ conditioned on D ≥ 0, tabulated on a grid."""
-    nu, rho = stats.laplace(scale=b_nu), stats.laplace(scale=b_rho)
+    nu_cdf, rho_pdf = laplace_cdf(b_nu), laplace_pdf(b_rho)
 
     def cdf_d(x):  # P(shift + ν − ρ ≤ x) = ∫ f_ρ(z) F_ν(x − shift + z) dz
-        f = lambda z: rho.pdf(z) * nu.cdf(x - shift + z)  # noqa: E731
+        f = lambda z: rho_pdf(z) * nu_cdf(x - shift + z)  # noqa: E731
         edges = [-np.inf, *sorted({-(x - shift), 0.0}), np.inf]  # kinks of F_ν and f_ρ
         return sum(integrate.quad(f, lo, hi, limit=200)[0]
                    for lo, hi in zip(edges[:-1], edges[1:]))

@@ -1,0 +1,137 @@
+"""The ε1 : ε2 split that maximises the exact expected utility on a given dataset.
+
+Lyu, Su, Li 2017 (``seeds/002_8d07cd5bae315f2f.txt``, §4.2 Eq. 13, §4.3) choose ε1 : ε2 =
+1 : (2c)^(2/3) (1 : c^(2/3) for monotonic queries) by minimising the variance of ν − ρ; Liu et
+al. 2024 (``seeds/000_1a5bc23d8ed4c914.txt``, Eq. 6, Table 4) do the same for other query-noise
+families. Both ignore the data. With the exact E[SER] the split can be optimised for the data
+itself: :func:`optimal_allocation` searches the threshold share θ = ε1 / (ε1 + ε2) on a logit
+grid, then refines with bounded Brent iterations, each point an exact evaluation.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from svtjax import _validate, budget
+from svtjax.exact import _quadrature
+from svtjax.exact._adapter import SHARE_SUPPORTED, law_at_share
+from svtjax.exact._api import _offsets, expected_metrics_many, quadrature
+
+__all__ = ["Allocation", "optimal_allocation", "share_of", "OBJECTIVES"]
+
+OBJECTIVES = {"ser": -1.0, "correct": 1.0, "ncr": 1.0}
+"""Objective name -> +1 (maximise) or −1 (minimise)."""
+
+
+class Allocation(NamedTuple):
+    """Result of :func:`optimal_allocation`.
+
+    Attributes:
+      share: θ = ε1 / (ε1 + ε2) at the optimum.
+      eps1, eps2: the budgets there (ε1 + ε2 = ε − ε3).
+      value: the objective there (E[SER], E[|S ∩ Top-c|] or E[NCR]).
+      objective: its name.
+      evaluations: exact evaluations used.
+      grid: ((share, value), ...) of the initial grid, for plots.
+    """
+
+    share: float
+    eps1: float
+    eps2: float
+    value: float
+    objective: str
+    evaluations: int
+    grid: tuple
+
+
+def share_of(name: str, c: int, *, allocation: Any = None, monotonic: bool = False,
+             noise: str = "exponential") -> float:
+    """θ = ε1/(ε1+ε2) of a mechanism's named split rule (its default when ``allocation`` is
+    None): svt-s / svt-gap Lyu'17 Eq. 13 (1:(2c)^(2/3), or 1:c^(2/3) monotonic); svt-exp Liu'24
+    Table 4 for the query-noise family (``allocation="table4"``) or any ``budget.RULES`` name."""
+    if name not in SHARE_SUPPORTED:
+        raise ValueError(f"{name!r} has no split rule; supported: {', '.join(SHARE_SUPPORTED)}")
+    if name == "svt-exp" and allocation in (None, "table4"):
+        x = float(budget.liu_ratio(noise, int(c), monotonic))
+    else:
+        rule = allocation if allocation is not None else budget.optimal_rule(monotonic)
+        x = float(budget.ratio(rule, int(c)))
+    return 1.0 / (1.0 + x)
+
+
+def optimal_allocation(name: str, queries: Any, thresholds: Any, *, epsilon: float, c: int,
+                       shuffle: bool = False, objective: str = "ser", grid: int = 9,
+                       bounds: tuple = (1e-3, 0.8), xtol: float = 1e-3,
+                       accuracy: dict | None = None, **params: Any) -> Allocation:
+    """The threshold share θ = ε1 / (ε1 + ε2) optimising an exact expected metric.
+
+    Args:
+      name: ``svt-s``, ``svt-gap`` or ``svt-exp`` (:data:`svtjax.exact.SHARE_SUPPORTED`).
+      queries, thresholds: the dataset's scores and threshold(s).
+      epsilon: total ε (ε3 included for svt-s with ``eps3``).
+      c: cut-off (also the Top-c size of the metrics).
+      shuffle: random item order.
+      objective: ``"ser"`` (minimise E[SER]), ``"correct"`` (maximise E[|S ∩ Top-c|]) or
+        ``"ncr"`` (maximise E[NCR]).
+      grid: points of the initial logit grid over ``bounds``.
+      bounds: the range of θ searched.
+      xtol: Brent's tolerance on logit θ.
+      accuracy: quadrature options (:func:`svtjax.exact.quadrature`).
+      **params: the mechanism's other parameters (``monotonic``, ``noise``, ``correction``,
+        ``correction_k``, ``delta``, ...).
+
+    Returns:
+      :class:`Allocation`. The objective is evaluated exactly at each point; Brent's method
+      assumes it is unimodal near the best grid point (the grid plot shows whether it is).
+    """
+    from scipy import optimize
+
+    if name not in SHARE_SUPPORTED:
+        raise ValueError(f"optimal_allocation supports {', '.join(SHARE_SUPPORTED)}; got {name!r}")
+    _validate.one_of("objective", objective, tuple(OBJECTIVES))
+    _validate.positive("epsilon", epsilon)
+    c = int(_validate.integer("c", c, minimum=1))
+    grid = int(_validate.integer("grid", grid, minimum=3))
+    lo, hi = (float(b) for b in bounds)
+    if not 0.0 < lo < hi < 1.0:
+        raise ValueError(f"bounds must satisfy 0 < low < high < 1; got {bounds!r}")
+    q, t = _offsets(queries, thresholds)
+    sign = OBJECTIVES[objective]
+    accuracy = dict(accuracy or {})
+    evaluations = 0
+
+    size = 0  # the Brent points reuse one node count (one compiled kernel)
+
+    def values_at(logits) -> np.ndarray:
+        nonlocal evaluations, size
+        laws = [law_at_share(name, 1.0 / (1.0 + math.exp(-x)), epsilon=epsilon, c=c, **params)
+                for x in logits]
+        rules = [quadrature(law_, q, t, **accuracy) for law_ in laws]
+        size = max([size] + [r.nodes.size for r in rules])
+        if len(rules) == 1:  # pad to the largest rule seen: at most one more compile
+            rules = [_quadrature.padded(rules[0], -(-size // 128) * 128)]
+        evaluations += len(laws)
+        metrics = expected_metrics_many(laws, q, t, shuffle=shuffle, c=c, rules=rules)
+        return np.array([float(m[objective]) for m in metrics])
+
+    def value(logit: float) -> float:
+        return float(values_at([logit])[0])
+
+    logits = np.linspace(math.log(lo / (1 - lo)), math.log(hi / (1 - hi)), grid)
+    values = values_at(logits)  # one compiled call for the whole grid
+    best = int(np.argmax(sign * values))
+    a = logits[max(best - 1, 0)]
+    b = logits[min(best + 1, grid - 1)]
+    res = optimize.minimize_scalar(lambda x: -sign * value(x), bounds=(a, b), method="bounded",
+                                   options={"xatol": xtol})
+    v_brent = -sign * float(res.fun)
+    x_best, v_best = (float(res.x), v_brent) if sign * v_brent >= sign * values[best] else \
+        (float(logits[best]), float(values[best]))
+    share = 1.0 / (1.0 + math.exp(-x_best))
+    total = float(epsilon) - float(params.get("eps3", 0.0))
+    return Allocation(share, share * total, (1 - share) * total, float(v_best), objective,
+                      evaluations, tuple((1.0 / (1.0 + math.exp(-x)), float(v))
+                                         for x, v in zip(logits, values)))

@@ -1,0 +1,395 @@
+"""Exact selection laws of single-threshold SVT runs, given the threshold noise ρ = z.
+
+Every function here takes the quadrature nodes ``z`` and density-weighted weights ``wz`` of
+:mod:`svtjax.exact._quadrature`, the item offsets d_i = q_i − T_i − shift in stream order, and
+the query noise ν; item i passes with probability p_i(z) = sf_ν(z − d_i) (fails with
+cdf_ν(z − d_i), computed directly so that 1 − p keeps its accuracy). All are pure JAX functions
+of those arrays (jit-able, differentiable in ``wz``, ``d`` and ν's scale).
+
+References (``seeds/002_8d07cd5bae315f2f.txt``): Lyu, Su, Li 2017, Figure 1 lines 1-10 (the
+loop: ρ once, ν_i per query, halt after c ⊤) and Algorithm 2 line 5 (ρ redrawn after a ⊤).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from svtjax.noise import Noise
+
+__all__ = ["ItemLaw", "fixed_order", "random_order", "resample_fixed_order",
+           "answer_probabilities"]
+
+_BLOCK = 128  # positions per checkpoint block of the random-order recursions
+_CHUNK_BYTES = 48 * 2**20  # working memory per chunk of quadrature nodes
+
+
+class ItemLaw(NamedTuple):
+    """Per-item probabilities of one run (caller's item order) and the law of the ⊤ count.
+
+    Attributes:
+      top: float[n], P(item answered ⊤).
+      member: float[n], P(item among the first c_eff ⊤ — the answer set S a metric with
+        cut-off c_eff scores; equals ``top`` when c_eff is the mechanism's cut-off).
+      evaluated: float[n], P(item evaluated, i.e. the run has not halted before it).
+      count: float[states + 1], P(number of ⊤ = k) for k < states, and P(≥ states) last.
+      halted: float[n] or None, P(halted after the item's position) (fixed order only).
+    """
+
+    top: jax.Array
+    member: jax.Array
+    evaluated: jax.Array
+    count: jax.Array
+    halted: Optional[jax.Array] = None
+
+
+def _pass_fail(query: Optional[Noise], z, d_i):
+    """(p, 1 − p) of the comparison q_i + ν_i ≥ T_i + shift + z (Lyu'17 Figure 1 line 4)."""
+    x = z - d_i
+    if query is None:  # ν = 0 (Lyu'17 Algorithm 5): ⊤ iff d_i ≥ z
+        top = (x <= 0).astype(z.dtype)
+        return top, 1 - top
+    return query.sf(x), query.cdf(x)
+
+
+def _shift_up(D):
+    """D[k − 1] at k (0 at k = 0): after a sure ⊤ the mass at k moves to k + 1 and the top state
+    leaves; on a distribution function it is F[k − 1]."""
+    return jnp.concatenate([jnp.zeros_like(D[:1]), D[:-1]], axis=0)
+
+
+# -- fixed order ----------------------------------------------------------------------------
+
+
+def _node_chunks(G: int, per_node_bytes: int) -> int:
+    """Nodes per chunk so that a chunk's working memory stays near :data:`_CHUNK_BYTES`."""
+    size = max(1, _CHUNK_BYTES // max(per_node_bytes, 1))
+    size = 1 << (size.bit_length() - 1)
+    return int(min(size, 512, max(G, 1)))
+
+
+def _per_node(query: Optional[Noise], G: int):
+    """The query noise's scale as float[G] (one scale per node: laws batched along the nodes may
+    differ in it), or None for noiseless comparisons."""
+    if query is None or not jax.tree_util.tree_leaves(query):
+        return None
+    (scale,) = jax.tree_util.tree_leaves(query)
+    return jnp.broadcast_to(jnp.asarray(scale), (G,))
+
+
+def _map_chunks(fn, z, W, query, chunk: int):
+    """Σ over chunks of nodes of ``fn(z_chunk, W_chunk, query_chunk)``; padding nodes have
+    weight 0. ``query_chunk`` carries the chunk's per-node scales."""
+    G = z.shape[0]
+    num = -(-G // chunk)
+    pad = num * chunk - G
+    scale = _per_node(query, G)
+
+    def split(x, fill):
+        x = jnp.concatenate([x, jnp.full((pad,) + x.shape[1:], fill, x.dtype)])
+        return x.reshape((num, chunk) + x.shape[1:])
+
+    def one(args):
+        zc, wc, sc = args
+        qc = query if sc is None else jax.tree_util.tree_map(lambda _: sc, query)
+        return fn(zc, wc, qc)
+
+    outs = lax.map(one, (split(z, 0), split(W, 0), None if scale is None else split(scale, 1)))
+    return jax.tree_util.tree_map(lambda x: jnp.sum(x, axis=0), outs)
+
+
+def _weights(wz):
+    """(W [G, L], squeeze): one column of node weights per law."""
+    return (wz[:, None], True) if wz.ndim == 1 else (wz, False)
+
+
+def _law(top, member, evaluated, count, halted, squeeze: bool) -> "ItemLaw":
+    if squeeze:
+        top, member, evaluated, count = (x[..., 0] for x in (top, member, evaluated, count))
+        halted = None if halted is None else halted[..., 0]
+    return ItemLaw(top, member, evaluated, count, halted)
+
+
+@functools.partial(jax.jit, static_argnames=("states", "c_mech", "c_eff"))
+def fixed_order(z, wz, d, query, *, states: int, c_mech: Optional[int], c_eff: int) -> ItemLaw:
+    """Forward recursion over positions carrying the distribution of the ⊤ count.
+
+    For each node z the carry is the law of the ⊤ count so far, k < ``states`` (mass reaching c
+    has halted: absorbing); position i is evaluated with probability P(count < c) and answers ⊤
+    with p_i(z) times that; a ⊤ moves mass from k to k + 1. Cost O(G · n · c).
+
+    Args:
+      z: float[G] quadrature nodes.
+      wz: float[G] density-weighted weights, or float[G, L] for L laws whose nodes are
+        concatenated (each column zero outside its law's nodes; outputs get a trailing L axis).
+      d: float[n] offsets in stream order.
+      query: ν with a scalar or a per-node float[G] scale (None: noiseless).
+      states: count states carried (c_mech, or c_eff without a cut-off).
+      c_mech: the mechanism's cut-off (= ``states``), None for none.
+      c_eff: the cut-off of the answer set a metric scores (≤ states).
+    """
+    n = d.shape[0]
+    W, squeeze = _weights(wz)
+    chunk = _node_chunks(z.shape[0], 2 * n * jnp.dtype(z.dtype).itemsize)
+
+    def one_chunk(zc, wc, qc):
+        P, Q = jax.vmap(lambda di: _pass_fail(qc, zc, di))(d)  # [n, chunk]
+        # The carry is the distribution function F[k] = P(count ≤ k, not halted): the same
+        # update as the probabilities (a ⊤ moves mass up one count), and P(not halted) is its
+        # last entry, so no sum per step.
+        F0 = jnp.ones((states, zc.shape[0]), zc.dtype)
+
+        def step(F, pq):
+            p, q = pq
+            alive = F[-1]  # not halted (c_mech) / fewer than c_eff ⊤ (no cut-off)
+            alive_eff = F[c_eff - 1]
+            rows = [p * alive, p * alive_eff, alive] if c_mech is not None else \
+                [p, p * alive_eff]
+            return F * q + _shift_up(F) * p, jnp.stack(rows) @ wc
+
+        F, out = lax.scan(step, F0, (P, Q))
+        return out, (F - _shift_up(F)) @ wc
+
+    out, count = _map_chunks(one_chunk, z, W, query, chunk)  # [n, rows, L], [states, L]
+    total = jnp.sum(W, axis=0)
+    count = jnp.concatenate([count, (total - jnp.sum(count, axis=0))[None]])
+    if c_mech is None:
+        ones = jnp.broadcast_to(total, (n,) + total.shape)
+        return _law(out[:, 0], out[:, 1], ones, count, jnp.zeros_like(ones), squeeze)
+    alive_next = jnp.concatenate([out[1:, 2], (total - count[-1])[None]])
+    return _law(out[:, 0], out[:, 1], out[:, 2], count, total - alive_next, squeeze)
+
+
+# -- fixed order with the threshold redrawn after every ⊤ ------------------------------------
+
+
+@functools.partial(jax.jit, static_argnames=("c", "c_eff"))
+def resample_fixed_order(z, wz, d, query, *, c: int, c_eff: int) -> ItemLaw:
+    """Dwork & Roth's SVT (Lyu'17 Algorithm 2) in fixed order: a Markov chain over
+    (position, count) whose segments between ⊤ answers each have a fresh ρ.
+
+    H_k(e, z) = P(count = k and every position of the current segment before e answered ⊥ |
+    the segment's ρ = z) · (1 / f_ρ(z)), carried for k < c and all nodes; then
+    A_{k+1}(e) = P(the (k+1)-th ⊤ is at e) = ∫ f_ρ(z) H_k(e, z) p_e(z) dz, and
+    H_k(e + 1, z) = H_k(e, z) (1 − p_e(z)) + A_k(e) (a ⊤ at e starts a fresh segment with
+    nothing seen). Cost O(G · n · c), as the single-threshold recursion.
+    """
+    G = z.shape[0]
+    H0 = jnp.zeros((c, G), z.dtype).at[0].set(1.0)
+
+    def step(H, d_i):
+        p, q = _pass_fail(query, z, d_i)
+        alive_k = H @ wz  # P(count = k, alive at this position)
+        new = (H * p) @ wz  # A_{k+1}(e): the (k+1)-th ⊤ is here
+        H = H * q + jnp.concatenate([jnp.zeros((1,), z.dtype), new[:-1]])[:, None]
+        out = jnp.stack([jnp.sum(new), jnp.sum(new[:c_eff]), jnp.sum(alive_k),
+                         1 - jnp.sum(H @ wz)])
+        return H, (out, new[-1])
+
+    H, (out, last) = lax.scan(step, H0, d)
+    count = H @ wz
+    count = jnp.concatenate([count, jnp.sum(last)[None]])
+    return ItemLaw(out[:, 0], out[:, 1], out[:, 2], count, out[:, 3])
+
+
+# -- random order -----------------------------------------------------------------------------
+
+SUM_EDGES = np.array([0.0, 1.0, 2.5, 4.0, 6.0, 8.5, 11.5, 15.0, 19.0, 24.0, 30.0, 37.0, 46.0])
+"""Panels of the inner integral in y = μ s when μ < :data:`LAGUERRE_FROM`; beyond y = 46,
+F ≤ e^{−46} < 1e-19."""
+SUM_ORDER = 6
+"""Gauss–Legendre nodes per panel of the inner integral."""
+LAGUERRE_FROM = 40.0
+"""From this μ on, the inner integral uses :data:`LAGUERRE_NODES` Gauss–Laguerre nodes."""
+LAGUERRE_NODES = 16
+
+
+def _inverse_mean_nodes(mu, dtype, laguerre: bool):
+    """Nodes for E[1/(M+1)] = ∫_0^1 F(s) ds, F(s) = Π_j (1 − p_j s) ≤ e^{−μ s} (μ = Σ p_j).
+
+    In y = μ s, F = e^{−y} φ(y) with φ(y) = Π_j (1 − p_j y/μ) e^{p_j y/μ} ≤ 1, smooth on
+    [0, μ) (its singularities lie at y = μ/p_j ≥ μ).
+
+    * ``laguerre`` (every μ ≥ :data:`LAGUERRE_FROM`): Gauss–Laguerre for ∫_0^∞ e^{−y} φ(y) dy;
+      nodes beyond y = μ (s ≥ 1) are dropped, which costs at most e^{−μ} ≤ e^{−40}. 16 nodes
+      reach 1e-15 relative for every μ ≥ 30 in the checks against the full Poisson-binomial law
+      (``tests/test_exact.py``), where φ is a polynomial times an exponential;
+    * otherwise composite Gauss–Legendre on :data:`SUM_EDGES` clipped to [0, μ] (72 nodes,
+      below 1e-13 relative for every μ).
+
+    Nodes that carry no weight are parked at s = 0 so that no factor 1 − p_i s vanishes there
+    (a 0/0 in the leave-one-out division).
+
+    Returns:
+      (s, 1 − s, weights, log-factor), each [T, G]: ∫_0^1 F(s) ds ≈
+      Σ_t weights_t · exp(log-factor_t + log F(s_t)).
+    """
+    lam = jnp.maximum(mu, 1e-30)  # [G]
+    if laguerre:
+        y, w = np.polynomial.laguerre.laggauss(LAGUERRE_NODES)
+        y = jnp.asarray(y, dtype)[:, None]
+        used = y < lam[None]
+        s = jnp.where(used, y / lam[None], 0.0)
+        weight = jnp.where(used, jnp.asarray(w, dtype)[:, None] / lam[None], 0.0)
+        return s, 1 - s, weight, jnp.where(used, y, 0.0)
+    x, w = np.polynomial.legendre.leggauss(SUM_ORDER)
+    u = jnp.asarray((x + 1) / 2, dtype)
+    wu = jnp.asarray(w / 2, dtype)
+    a = jnp.minimum(jnp.asarray(SUM_EDGES[:-1], dtype)[:, None], lam[None])  # [K, G]
+    b = jnp.minimum(jnp.asarray(SUM_EDGES[1:], dtype)[:, None], lam[None])
+    y = a[:, None] + (b - a)[:, None] * u[None, :, None]  # [K, U, G]
+    weight = wu[None, :, None] * ((b - a) / lam)[:, None]
+    used = (b > a)[:, None]
+    s = jnp.where(used, jnp.minimum(y / lam, 1.0), 0.0)
+    oms = jnp.where(used, jnp.maximum((lam - y) / lam, 0.0), 1.0)
+    shape = (-1, mu.shape[0])
+    return (s.reshape(shape), oms.reshape(shape),
+            jnp.broadcast_to(weight, y.shape).reshape(shape), jnp.zeros_like(s).reshape(shape))
+
+
+def _inverse_means(Pb, Qb, mu, dtype, laguerre: bool):
+    """E[1/(M_{−i}+1)] given z for every item: [nb, BLOCK, G] (see :func:`random_order`)."""
+    s, oms, weight, log_factor = _inverse_mean_nodes(mu, dtype, laguerre)
+
+    def log_block(acc, pq):  # log F(s_t) = Σ_j log(1 − p_j s_t), block by block
+        p, q = pq
+        return acc + jnp.sum(jnp.log(q[:, None] + p[:, None] * oms[None]), axis=0), None
+
+    logF, _ = lax.scan(log_block, jnp.zeros_like(s), (Pb, Qb))
+    A = weight * jnp.exp(log_factor + logF)  # Σ_t A_t / (1 − p_i s_t) = E[1/(M_{−i} + 1)]
+
+    def inv_block(_, pq):
+        p, q = pq
+        return None, jnp.sum(A[None] / (q[:, None] + p[:, None] * oms[None]), axis=1)
+
+    return lax.scan(inv_block, None, (Pb, Qb))[1]
+
+
+@functools.partial(jax.jit, static_argnames=("states", "c_mech", "c_eff"))
+def random_order(z, wz, d, query, *, states: int, c_mech: Optional[int], c_eff: int
+                 ) -> ItemLaw:
+    """Each trial visits the items in a fresh uniform order (``shuffle=True``).
+
+    Given ρ = z let M_{−i} be the number of items other than i that pass, a Poisson-binomial
+    count. Item i's position among itself and those M_{−i} passing items is uniform, so it is
+    evaluated with probability E[g_c(M_{−i})], g_c(m) = min(1, c/(m+1)) (fewer than c of them
+    precede it), and answered ⊤ with p_i(z) times that — the issue's ∫∫ p_i P(PB({p_j u}) < c)
+    du dz with the arrival time u integrated out exactly. Split
+
+        E[g_c(M)] = Σ_{m<c} (1 − c/(m+1)) P(M = m) + c · E[1/(M+1)]:
+
+    * the first sum needs only the law of M_{−i} below c. It is Σ_a pre_i[a] V_{i+1}[a] with
+      pre_i the count law of the items before i (a forward recursion) and V_{i+1}[a] the
+      expected weight of a + (passes after i) (a backward value recursion,
+      V_i[a] = (1 − p_i) V_{i+1}[a] + p_i V_{i+1}[a+1]). Both recursions only form convex
+      combinations of non-negative numbers, so leaving item i out costs no cancellation — unlike
+      deconvolving item i from the full law, which divides by 1 − p_i and amplifies rounding by
+      (p_i/(1 − p_i))^k once p_i > 1/2. The forward law is checkpointed every 128 positions
+      and recomputed block by block during the backward pass (memory O(n/128 + 128) per node);
+    * E[1/(M_{−i}+1)] = ∫_0^1 Π_{j≠i} (1 − p_j s) ds, with Π_{j≠i} = Π_j / (1 − p_i s) — a
+      division by 1 − p_i s = (1 − p_i) + p_i (1 − s) > 0, exact in relative terms — and the
+      outer integral by 16 Gauss–Laguerre or 72 Gauss–Legendre nodes
+      (:func:`_inverse_mean_nodes`).
+
+    The terms of the split are at most c in size and the result is in [0, 1], so rounding
+    costs at most ~c · 1e-16. Cost O(G · n · (c + 16)) (O(G · n · (c + 72)) where μ < 40).
+    """
+    n = d.shape[0]
+    dtype = z.dtype
+    ks = (c_mech, c_eff) if c_mech is not None and c_eff != c_mech else \
+        ((c_mech,) if c_mech is not None else (c_eff,))
+    ks_arr = jnp.asarray(ks, dtype)
+    nb = -(-n // _BLOCK)
+    n_pad = nb * _BLOCK
+    # Padding items never pass (p = 0, 1 − p = 1), so they change no count.
+    valid = jnp.arange(n_pad) < n
+    d_pad = jnp.concatenate([d, jnp.zeros((n_pad - n,), dtype)])
+    a_idx = jnp.arange(states, dtype=dtype)
+    terminal = jnp.stack([jnp.where(a_idx < k, 1 - k / (a_idx + 1), 0) for k in ks])
+    itemsize = jnp.dtype(dtype).itemsize
+    chunk = _node_chunks(z.shape[0], itemsize * (3 * n_pad + (nb + _BLOCK + 2) * states
+                                                 + 4 * _BLOCK * SUM_EDGES.size * SUM_ORDER))
+    W, squeeze = _weights(wz)
+
+    def one_chunk(zc, wc, qc):
+        P, Q = jax.vmap(lambda di: _pass_fail(qc, zc, di))(d_pad)  # [n_pad, chunk]
+        P = jnp.where(valid[:, None], P, 0)
+        Q = jnp.where(valid[:, None], Q, 1)
+        mu = jnp.sum(P, axis=0)
+        Pb, Qb = P.reshape(nb, _BLOCK, -1), Q.reshape(nb, _BLOCK, -1)
+        # Nodes are sorted by z and μ(z) decreases in z, so a chunk is almost always in one
+        # regime: the cheap Gauss–Laguerre rule runs whenever it is exact for every node.
+        e_inv = lax.cond(jnp.all(mu >= LAGUERRE_FROM),
+                         lambda pb, qb: _inverse_means(pb, qb, mu, dtype, True),
+                         lambda pb, qb: _inverse_means(pb, qb, mu, dtype, False), Pb, Qb)
+
+        def fwd_block(pre, pq_blk):
+            def step(pre, pq):
+                p, q = pq
+                return pre * q + _shift_up(pre) * p, None
+
+            return lax.scan(step, pre, pq_blk)[0], pre
+
+        pre0 = jnp.zeros((states, zc.shape[0]), dtype).at[0].set(1.0)
+        full, starts = lax.scan(fwd_block, pre0, (Pb, Qb))
+
+        def bwd_block(V, blk):
+            start, p_blk, q_blk, inv_blk = blk
+
+            def refwd(pre, pq):
+                p, q = pq
+                return pre * q + _shift_up(pre) * p, pre
+
+            _, pres = lax.scan(refwd, start, (p_blk, q_blk))
+
+            def bwd_step(V, x):
+                pre, p, q, inv = x
+                e_g = jnp.sum(pre[None] * V, axis=1) + ks_arr[:, None] * inv[None]
+                V = V * q + jnp.concatenate([V[:, 1:], jnp.zeros_like(V[:, :1])], axis=1) * p
+                evaluated = e_g[0] if c_mech is not None else jnp.ones_like(p)
+                out = jnp.stack([p * evaluated, p * e_g[-1], evaluated]) @ wc
+                return V, out
+
+            return lax.scan(bwd_step, V, (pres, p_blk, q_blk, inv_blk), reverse=True)
+
+        V0 = jnp.broadcast_to(terminal[:, :, None], (len(ks), states, zc.shape[0])).astype(dtype)
+        _, outs = lax.scan(bwd_block, V0, (starts, Pb, Qb, e_inv), reverse=True)
+        return outs.reshape((n_pad,) + outs.shape[2:])[:n], full @ wc
+
+    out, count = _map_chunks(one_chunk, z, W, query, chunk)
+    count = jnp.concatenate([count, (jnp.sum(W, axis=0) - jnp.sum(count, axis=0))[None]])
+    return _law(out[:, 0], out[:, 1], out[:, 2], count, None, squeeze)
+
+
+# -- whole answer vectors (short streams) ------------------------------------------------------
+
+
+@functools.partial(jax.jit, static_argnames=("resample",))
+def answer_probabilities(z, wz, d, query, vectors, *, resample: bool = False):
+    """P(answer vector) for every row of ``vectors`` (int[V, n]: 1 ⊤, 0 ⊥, −1 not evaluated).
+
+    ``query`` has a scalar scale here (one law at a time). Without resampling
+    P(a) = ∫ f_ρ(z) Π_{a_i=⊤} p_i(z) Π_{a_i=⊥} (1 − p_i(z)) dz (the oracle of
+    ``tests/test_distribution.py``, DESIGN.md "Distribution tests"). With resampling (Lyu'17
+    Algorithm 2) every ⊤ closes a segment whose ρ is independent of the others, so P(a) is the
+    product over segments of such integrals, each over its own positions.
+    """
+    P, Q = jax.vmap(lambda di: _pass_fail(query, z, di))(d)  # [n, G]
+    a = vectors[:, :, None]
+    factor = jnp.where(a == 1, P[None], jnp.where(a == 0, Q[None], 1))  # [V, n, G]
+    if not resample:
+        return jnp.prod(factor, axis=1) @ wz
+    # Segment s of a vector: the evaluated positions after its s-th ⊤ up to the next ⊤.
+    n = d.shape[0]
+    tops_before = jnp.cumsum(vectors == 1, axis=1) - (vectors == 1)
+    prob = jnp.ones(vectors.shape[0], z.dtype)
+    for seg in range(n):
+        mask = (tops_before == seg) & (vectors >= 0)  # [V, n]
+        seg_prob = jnp.prod(jnp.where(mask[:, :, None], factor, 1), axis=1) @ wz
+        prob = prob * jnp.where(jnp.any(mask, axis=1), seg_prob, 1)
+    return prob

@@ -1,0 +1,159 @@
+"""``[sweep] exact = true``: exact expected metrics (``svtjax.exact``) beside the Monte Carlo
+columns; empty columns and one log line for mechanisms without an exact law; validation; resume.
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+import svtjax
+from svtjax import exact, sweep
+from tests.stand_ins import no_kernels, run_cli
+
+N, C, EPS, TRIALS = 50, 5, 1.0, 4000
+
+TOML = f"""
+[sweep]
+name = "exact"
+trials = {TRIALS}
+seed = 5
+datasets = [{{ name = "zipf", n = {N} }}]
+metrics = ["ser", "ncr", "picks", "evaluated"]
+shuffle = false                  # fixed order: half the compile time of a shuffled kernel
+dtype = "float64"
+exact = true
+
+[grid]
+epsilon = [{EPS}]
+c = [{C}]
+
+[[mechanisms]]
+name = "svt-s"
+monotonic = true
+"""
+
+
+def _toml(tmp_path, text=TOML, name="s.toml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def _with_em_peeling(text=TOML):
+    return text + '\n[[mechanisms]]\nname = "em-peeling"\n'
+
+
+def _quiet():
+    lines = []
+    return lines, lines.append
+
+
+def test_exact_ser_is_expected_metrics_and_agrees_with_monte_carlo(tmp_path):
+    """exact_ser equals svtjax.exact.expected_metrics of the point to 1e-12, and the Monte Carlo
+    mean of every metric of the point lies within 4 standard errors of its exact column (fixed
+    seed; with a fresh seed each of the four checks fails with probability 6e-5)."""
+    config = sweep.load_config(_toml(tmp_path))
+    assert config.exact is True
+    lines, log = _quiet()
+    res = sweep.run(config, tmp_path / "out", progress=False, log=log)
+    assert not [m for m in lines if "exact" in m]  # svt-s qualifies: nothing to say
+    scores = svtjax.datasets.zipf(N).scores
+    T = svtjax.datasets.lyu_threshold(scores, C)
+    mech = svtjax.get("svt-s", epsilon=EPS, c=C, monotonic=True)
+    want = exact.expected_metrics(mech, scores, T, shuffle=False, c=C)
+    rows = {r["metric"]: r for r in res.rows}
+    for m in ("ser", "ncr", "picks"):
+        for r in res.rows:  # every row of the point carries the point's exact columns
+            np.testing.assert_allclose(r[f"exact_{m}"], float(want[m]), rtol=0, atol=1e-12)
+    # the sweep's "evaluated" is a fraction of the stream; exact's, positions read
+    np.testing.assert_allclose(rows["evaluated"]["exact_evaluated"],
+                               float(want["evaluated"]) / N, rtol=0, atol=1e-12)
+    for m, r in rows.items():
+        z = (r["mean"] - r[f"exact_{m}"]) / r["se"]
+        assert abs(z) < 4, f"{m}: Monte Carlo {r['mean']} ± {r['se']} vs exact {r[f'exact_{m}']}"
+    on_disk = sweep.read_results(tmp_path / "out")
+    assert on_disk[0]["exact_ser"] == rows["ser"]["exact_ser"]
+    side = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert side["exact"]["dtype"] == "float64" and "exact_ser" in side["exact"]["columns"]
+    assert "(exact " in sweep.format_table(res.rows)
+
+
+def test_unsupported_mechanism_gets_empty_columns_and_one_log_line(tmp_path, monkeypatch):
+    raw = sweep.load_config(_toml(tmp_path, _with_em_peeling())).raw
+    raw["grid"]["epsilon"] = [0.5, 1.0, 2.0]  # three em-peeling points, still one line
+    lines, log = _quiet()
+    with no_kernels(monkeypatch):
+        res = sweep.run(raw, tmp_path / "out", progress=False, log=log)
+    said = [m for m in lines if "exact" in m]
+    assert len(said) == 1, said
+    assert "em-peeling" in said[0] and "3 of 3 point(s)" in said[0]
+    assert "no single-threshold law" in said[0] and "supported:" in said[0]
+    for r in res.rows:
+        filled = r["mechanism"] == "svt-s"
+        assert all((r[f"exact_{m}"] is not None) == filled for m in ("ser", "ncr", "picks"))
+    with open(tmp_path / "out" / "results.csv") as f:
+        header = f.readline().strip().split(",")
+        em = [line.strip().split(",") for line in f if ",em-peeling," in line]
+    assert em and all(row[header.index("exact_ser")] == "" for row in em)
+    side = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert list(side["exact"]["empty"]) == ["em-peeling"]
+
+
+def test_random_order_with_resampling_and_per_trial_thresholds_say_why(tmp_path, monkeypatch):
+    raw = sweep.load_config(_toml(tmp_path)).raw
+    raw["sweep"]["shuffle"] = True
+    raw["mechanisms"] = [{"name": "dpbook"}]  # resamples the threshold: fixed order only
+    lines, log = _quiet()
+    with no_kernels(monkeypatch):
+        res = sweep.run(raw, progress=False, log=log)
+    assert [m for m in lines if "exact" in m] == [
+        "[sweep] exact: dpbook (dpbook), 1 of 1 point(s): exact columns empty: random order "
+        "(shuffle = true) is not supported for a mechanism that resamples the threshold"]
+    assert all(r["exact_ser"] is None for r in res.rows)
+    raw["sweep"]["threshold"] = "ding"  # Ding et al.'s per-trial threshold: one line, all empty
+    lines, log = _quiet()
+    with no_kernels(monkeypatch):
+        res = sweep.run(raw, progress=False, log=log)
+    said = [m for m in lines if "exact" in m]
+    assert len(said) == 1 and "per trial" in said[0]
+    assert all(r["exact_ser"] is None for r in res.rows)
+
+
+@pytest.mark.parametrize("value", ['"yes"', "1", "[true]"])
+def test_a_bad_value_exits_2_with_one_line(tmp_path, monkeypatch, value):
+    path = _toml(tmp_path, TOML.replace("exact = true", f"exact = {value}"))
+    with no_kernels(monkeypatch):
+        code, out, err = run_cli(["sweep", str(path), "--out", str(tmp_path / "o"), "--no-plot"])
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "[sweep] exact must be true or false" in err, err
+    assert not (tmp_path / "o" / "points").exists()
+
+
+def test_exact_is_not_part_of_the_point_hash_and_resume_fills_or_drops_it(tmp_path,
+                                                                          monkeypatch):
+    """Monte Carlo numbers do not depend on ``exact``: toggling it reuses every point; the exact
+    values are stored in the point records and computed for reused records that lack them."""
+    raw = sweep.load_config(_toml(tmp_path, _with_em_peeling())).raw
+    raw["sweep"]["exact"] = False
+    out = tmp_path / "out"
+    with no_kernels(monkeypatch):
+        plain = sweep.run(raw, out, progress=False, log=lambda m: None)
+        assert not any(k.startswith("exact_") for k in plain.rows[0])
+        raw["sweep"]["exact"] = True
+        lines, log = _quiet()
+        filled = sweep.run(raw, out, progress=False, log=log)
+        assert (filled.computed, filled.reused) == (0, 2)
+        assert len([m for m in lines if "exact" in m]) == 1  # em-peeling, on resume too
+        ser = {r["mechanism"]: r["exact_ser"] for r in filled.rows}
+        assert ser["em-peeling"] is None and 0 < ser["svt-s"] < 1
+        records = [json.loads(p.read_text()) for p in (out / "points").glob("*.json")]
+        assert sorted("exact" in r for r in records) == [False, True]
+        again = sweep.run(raw, out, progress=False, log=lambda m: None)
+        assert again.computed == 0 and [r["exact_ser"] for r in again.rows] == \
+            [r["exact_ser"] for r in filled.rows]
+        raw["sweep"]["exact"] = False  # records with exact values, a sweep without: no columns
+        dropped = sweep.run(raw, out, progress=False, log=lambda m: None)
+    assert dropped.computed == 0 and not any(k.startswith("exact_") for k in dropped.rows[0])
+    assert [{k: r[k] for k in r if k != "seconds"} for r in dropped.rows] == \
+        [{k: r[k] for k in r if k != "seconds"} for r in plain.rows]
