@@ -21,16 +21,20 @@ this script writes:
 * ``optimal_allocation.png`` — E[SER] against the share for a few (dataset, c, ε), heuristic
   and optimum marked, and the optimal against the heuristic share over the whole table.
 
-    python experiments/optimal_allocation.py [--quick] [--full] [--order fixed|random]
+    svtjax reproduce optimal_allocation [--quick|--paper] [--full] [--order fixed|random]
         [--out DIR]
+    python -m experiments.optimal_allocation ...        # the same, from the repository root
 
-``--full`` uses Lyu'17's whole c grid (25, 50, ..., 300) and both SVT-S variants; ``--quick`` one
-small dataset. Run time is printed per row (exact evaluations only: no Monte Carlo).
+``--paper`` (the default) is the grids above; ``--full`` uses Lyu'17's whole c grid (25, 50, ...,
+300) and both SVT-S variants; ``--quick`` one small dataset. Run time is printed per row (exact
+evaluations only: no Monte Carlo, so ``--trials`` and ``--seed``, which every experiment
+accepts for ``svtjax reproduce all``, change nothing here). float64 is switched on for this
+experiment's computations only (``jax.enable_x64``), so the experiments ``reproduce all`` runs
+after it keep their own precision.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import datetime as _dt
 import json
@@ -40,13 +44,12 @@ import time
 from pathlib import Path
 from typing import Optional, Sequence
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+import jax
 
-import jax  # noqa: E402
+import svtjax
+from svtjax import exact
 
-import svtjax  # noqa: E402
-from svtjax import exact  # noqa: E402
+from ._common import experiment_parser
 
 DATASETS = ("zipf", "retail", "bms-webview-1", "t10i4d100k", "t40i10d100k", "adult", "chess",
             "mushroom")
@@ -186,20 +189,23 @@ def plot(rows: list[dict], path: Path) -> Optional[Path]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="one small dataset, two ε")
+    p = experiment_parser(
+        "optimal_allocation", __doc__.splitlines()[0],
+        quick="one small dataset, c in {25, 50}, two ε for SVT-Exp",
+        paper="the papers' c and ε grids on every shipped dataset (default)",
+        trials="not used: every number here is an exact expectation",
+        out=os.path.join("results", "optimal_allocation"))
     p.add_argument("--full", action="store_true",
                    help="Lyu'17's whole c grid (25..300) and both SVT-S variants")
     p.add_argument("--order", choices=("random", "fixed"), default="random")
     p.add_argument("--datasets", nargs="*", help=f"default: {' '.join(DATASETS)}")
-    p.add_argument("--out", type=Path, default=Path("results") / "optimal_allocation")
     args = p.parse_args(argv)
     if args.quick and args.full:
         p.error("--quick and --full exclude each other")
+    out = Path(args.out)
     unknown = sorted(set(args.datasets or ()) - set(svtjax.datasets.names()))
     if unknown:
         p.error(f"unknown dataset(s) {unknown}; available: {', '.join(svtjax.datasets.names())}")
-    jax.config.update("jax_enable_x64", True)  # a tool's choice: the exact laws want float64
     datasets = args.datasets or (("bms-webview-1",) if args.quick else DATASETS)
     settings = ("svt-s-monotonic", "svt-s", "svt-exp") if args.full else \
         ("svt-s-monotonic", "svt-exp")
@@ -209,14 +215,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(f"optimal allocation: {len(plan)} rows ({args.order} order)", flush=True)
     rows, t0 = [], time.perf_counter()
     for key, dataset, c, eps in plan:
-        r = row_for(key, dataset, c, eps, shuffle)
+        with jax.enable_x64(True):  # the exact laws want float64; scoped to this experiment
+            r = row_for(key, dataset, c, eps, shuffle)
         rows.append(r)
         print(f"{r['label']:<30} {dataset:<14} c={c:<4} ε={eps:<4g} heuristic "
               f"θ={r['heuristic_share']:.4f} SER={r['heuristic_ser']:.4f} | optimal "
               f"θ={r['optimal_share']:.4f} "
               f"SER={r['optimal_ser']:.4f} | lost {r['ser_lost']:.4f} ({r['seconds']:.1f} s)",
               flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     record = {"schema": "svtjax-optimal-allocation/1",
               "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
               "command": " ".join([Path(sys.argv[0]).name] + list(argv if argv is not None
@@ -224,14 +231,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               "order": args.order, "objective": "E[SER] (exact, svtjax.exact)",
               "threshold": "mean of the c-th and (c+1)-th scores (Lyu'17 §5)",
               "seconds": time.perf_counter() - t0, "loadavg": os.getloadavg(), "rows": rows}
-    (args.out / "optimal_allocation.json").write_text(json.dumps(record, indent=2))
-    (args.out / "optimal_allocation.md").write_text(
+    (out / "optimal_allocation.json").write_text(json.dumps(record, indent=2))
+    (out / "optimal_allocation.md").write_text(
         "# Optimal ε1:ε2 split from exact E[SER] (svtjax.exact)\n\n"
         f"Generated by `{record['command']}`; {args.order} item order; threshold = mean of "
         "the c-th and (c+1)-th scores; SVT-Exp with the optimal correction (k = ⌊n/c⌋).\n\n"
         + markdown(rows))
-    png = plot(rows, args.out / "optimal_allocation.png")
-    print(f"wrote {args.out / 'optimal_allocation.json'}, {args.out / 'optimal_allocation.md'}"
+    png = plot(rows, out / "optimal_allocation.png")
+    print(f"wrote {out / 'optimal_allocation.json'}, {out / 'optimal_allocation.md'}"
           + (f", {png}" if png else ""))
     return 0
 

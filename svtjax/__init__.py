@@ -16,8 +16,9 @@ Public surface (DESIGN.md, "Core contracts"):
 * ``svtjax.tune_allocator()`` — an explicit, process-wide glibc tuning for large runs (never
   done on import).
 * ``svtjax.metrics``, ``svtjax.datasets`` — utility metrics and the offline datasets.
-* ``svtjax.sweep`` (grids), ``svtjax.audit`` (empirical privacy audits), ``svtjax.experiments``
-  (the papers' tables and figures) — imported on first use: ``import svtjax.sweep``.
+* ``svtjax.sweep`` (grids), ``svtjax.audit`` (empirical privacy audits) — imported on first
+  use: ``import svtjax.sweep``. The papers' tables and figures are reproduced by the
+  repository's top-level ``experiments/`` (not part of the package; ``svtjax reproduce``).
 """
 
 from svtjax import (

@@ -6,7 +6,9 @@ Subcommands:
   simulate   run mechanisms on a dataset and print a utility table (or JSON)
   sweep      run a grid of datasets x mechanisms x parameters (``svtjax.sweep``): tidy results,
              a table and a plot; resumable; sharded over devices and split over processes
-  reproduce  reproduce a paper's tables and figures (``svtjax.experiments.EXPERIMENTS``)
+  reproduce  reproduce a paper's tables and figures (the repository's ``experiments/``, found
+             next to an editable install, in the current directory or at
+             ``$SVTJAX_EXPERIMENTS``)
   audit      empirical privacy audits (``svtjax.audit``)
   bench      run the benchmark suite (``benchmarks/harness.py`` of a source checkout)
 
@@ -174,7 +176,7 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 
 def _cmd_list(args) -> int:
     import svtjax
-    from svtjax import datasets, experiments, sweep
+    from svtjax import datasets, sweep
 
     def plain(v):
         return v if isinstance(v, (int, float, str, bool, type(None))) else repr(v)
@@ -182,9 +184,10 @@ def _cmd_list(args) -> int:
     def doc(obj):
         return ((obj.__doc__ or "").strip().splitlines() or [""])[0]
 
-    exps = {}
-    for name, module in experiments.EXPERIMENTS.items():
-        exps[name] = {"module": module}
+    folder = find_experiments()
+    exps = ({} if folder is None else
+            {name: {"path": str(folder / f"{name}.py"), "description": summary}
+             for name, summary in _experiment_summaries(folder).items()})
     if args.json:
         print(json.dumps({
             "mechanisms": {n: {k: plain(v) for k, v in svtjax.mechanisms.parameters(n).items()}
@@ -192,7 +195,10 @@ def _cmd_list(args) -> int:
             "datasets": datasets.names(),
             "metrics": sweep.metric_names(),
             "sweep_configs": {k: str(v) for k, v in sorted(sweep.builtin_configs().items())},
-            "experiments": exps}, indent=2))
+            "experiments": exps,
+            "experiments_folder": None if folder is None else str(folder),
+            **({"experiments_note": EXPERIMENTS_MISSING} if folder is None else {})},
+            indent=2))
         return 0
     print("mechanisms:")
     for n in svtjax.names():
@@ -202,9 +208,12 @@ def _cmd_list(args) -> int:
     print("datasets:\n  " + " ".join(datasets.names()))
     print("metrics:\n  " + " ".join(sweep.metric_names()))
     print("sweep configs (svtjax sweep NAME):\n  " + " ".join(sorted(sweep.builtin_configs())))
-    print("experiments (svtjax reproduce NAME):")
-    for name, module in experiments.EXPERIMENTS.items():
-        print(f"  {name:<18} {module}")
+    if folder is None:
+        print(f"experiments (svtjax reproduce NAME):\n  none found: {EXPERIMENTS_MISSING}")
+        return 0
+    print(f"experiments (svtjax reproduce NAME; from {folder}):")
+    for name, summary in exps.items():
+        print(f"  {name:<18} {summary['description']}")
     return 0
 
 
@@ -411,19 +420,97 @@ def _writable_dir(flag: str, path: str) -> None:
         raise UsageError(f"{flag} {path}: the directory is not writable")
 
 
+#: Where ``svtjax reproduce`` looks for the repository's ``experiments/`` folder first.
+EXPERIMENTS_ENV = "SVTJAX_EXPERIMENTS"
+EXPERIMENTS_MISSING = ("the paper reproductions are not installed with the package; they live "
+                       "in the experiments/ folder of the svtjax repository: run svtjax from a "
+                       f"clone of the repository, or set {EXPERIMENTS_ENV}=/path/to/experiments")
+
+
+def find_experiments() -> Optional[os.PathLike]:
+    """The repository's ``experiments/`` folder (a ``pathlib.Path``), or None when it cannot
+    be found.
+
+    Looked for, in order: ``$SVTJAX_EXPERIMENTS`` (which must then be such a folder), the folder
+    beside the package source (a clone or an editable install: ``Path(svtjax.__file__).parent
+    .parent / "experiments"``), and ``./experiments``. A folder qualifies when it holds
+    ``__init__.py``.
+
+    Raises:
+      UsageError: ``$SVTJAX_EXPERIMENTS`` is set but is not an experiments folder.
+    """
+    import pathlib
+
+    import svtjax
+
+    env = os.environ.get(EXPERIMENTS_ENV)
+    if env:
+        folder = pathlib.Path(env).expanduser().resolve()
+        if not (folder / "__init__.py").is_file():
+            raise UsageError(f"{EXPERIMENTS_ENV}={env} is not the repository's experiments/ "
+                             "folder (it has no __init__.py); point it there or unset it")
+        return folder
+    for folder in (pathlib.Path(svtjax.__file__).resolve().parent.parent / "experiments",
+                   pathlib.Path.cwd() / "experiments"):
+        if (folder / "__init__.py").is_file():
+            return folder.resolve()
+    return None
+
+
+def _experiment_summaries(folder) -> dict[str, str]:
+    """name -> first docstring line of each experiment module in ``folder`` (read with ``ast``,
+    nothing imported), in the package's run order."""
+    import ast
+
+    package = _import_experiments(folder)
+    out = {}
+    for name in package.names():
+        tree = ast.parse((folder / f"{name}.py").read_text(encoding="utf-8"))
+        out[name] = ((ast.get_docstring(tree) or "").strip().splitlines() or [""])[0]
+    return out
+
+
+def _import_experiments(folder):
+    """The ``experiments`` package at ``folder``, imported under the name ``experiments``
+    (reused when that name already refers to this folder)."""
+    import importlib.util
+    import pathlib
+
+    loaded = sys.modules.get("experiments")
+    if loaded is not None:
+        paths = [pathlib.Path(p).resolve() for p in getattr(loaded, "__path__", [])]
+        if pathlib.Path(folder).resolve() in paths:
+            return loaded
+        raise UsageError(f"another module named 'experiments' ({paths or loaded!r}) is already "
+                         f"imported in this process; cannot load {folder}")
+    spec = importlib.util.spec_from_file_location(
+        "experiments", pathlib.Path(folder) / "__init__.py",
+        submodule_search_locations=[str(folder)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["experiments"] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules["experiments"]
+        raise
+    return module
+
+
 def _cmd_reproduce(args, extra: list[str]) -> int:
-    from svtjax import experiments
-
-    names = experiments.names() if args.name == "all" else [args.name]
-    if args.name != "all" and args.name not in experiments.EXPERIMENTS:
-        from svtjax._validate import suggest
-
-        raise UsageError(f"unknown experiment {args.name!r}"
-                         f"{suggest(args.name, experiments.names())}; known experiments: "
-                         f"{', '.join(experiments.names())} (or all)")
     _count("--trials", args.trials)
     if args.out is not None:
         _writable_dir("--out", args.out)
+    folder = find_experiments()
+    if folder is None:
+        raise UsageError(EXPERIMENTS_MISSING)
+    experiments = _import_experiments(folder)
+    known = experiments.names()
+    if args.name != "all" and args.name not in known:
+        from svtjax._validate import suggest
+
+        raise UsageError(f"unknown experiment {args.name!r}{suggest(args.name, known)}; "
+                         f"known experiments: {', '.join(known)} (or all)")
+    names = known if args.name == "all" else [args.name]
     failed = []
     for name in names:
         argv = []
@@ -444,13 +531,15 @@ def _cmd_reproduce(args, extra: list[str]) -> int:
             print(f"== svtjax reproduce {name} {' '.join(argv)}", flush=True)
         try:
             code = module.main(argv)
-        except SystemExit as exit_:  # argparse inside the experiment
+        except SystemExit as exit_:  # argparse inside the experiment (it printed one line)
             code = exit_.code if isinstance(exit_.code, int) else 2
         if code:
-            failed.append(name)
+            failed.append((name, code))
+    if len(names) == 1:
+        return failed[0][1] if failed else 0
     if failed:
-        if len(names) > 1:
-            print(f"svtjax reproduce: error: failed: {', '.join(failed)}", file=sys.stderr)
+        print(f"svtjax reproduce: error: failed: {', '.join(n for n, _ in failed)}",
+              file=sys.stderr)
         return 1
     return 0
 
@@ -528,14 +617,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "reproduce", help="reproduce a paper's tables and figures (NAME or all)",
-        description="Runs an experiment of svtjax.experiments (svtjax list shows them); "
-                    "other options are passed to the experiment (see "
-                    "svtjax reproduce NAME -- --help).")
+        description="Runs an experiment of the repository's experiments/ folder (svtjax list "
+                    "shows them). The folder is not installed with the package: it is found "
+                    f"at ${EXPERIMENTS_ENV}, beside the package source (a clone or an "
+                    "editable install) or in the current directory. Other options are passed "
+                    "to the experiment (see svtjax reproduce NAME -- --help).")
     p.add_argument("name", help="experiment name, or all")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="a small grid that runs in seconds")
     mode.add_argument("--paper", action="store_true", help="the paper's full grid")
-    p.add_argument("--trials", type=int, help="trials (runs) per cell")
+    p.add_argument("--trials", type=int, help="trials (runs) per cell (>= 1)")
     p.add_argument("--out", help="output directory (with all: one subdirectory per experiment)")
 
     sub.add_parser("audit", help="empirical privacy audits (options: svtjax audit --help)",

@@ -29,7 +29,7 @@ functions here accept gaps of length k−1 or k and ignore a k-th gap.
 
 Like the paper's theory, the estimators and the MSE formulas treat the selected queries as fixed
 and their noise as unconditioned; the selection itself (which items win, and SVT's γ ≥ 0)
-conditions the noise, which the experiment ``svtjax.experiments.ding2019`` measures.
+conditions the noise, which the experiment ``experiments/ding2019.py`` measures.
 
 References:
   Ding, Wang, Zhang, Kifer. Free Gap Information from the Differentially Private Sparse Vector

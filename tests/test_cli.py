@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import threading
-import types
 
 import pytest
 
@@ -105,37 +104,6 @@ def test_sweep_bad_config_exits_nonzero_with_one_line(tmp_path, text, needle):
     assert res.returncode == 2
     assert needle in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1, res.stderr
-
-
-def test_reproduce_dispatches_through_the_registry():
-    res = _run("reproduce", "lyu2017", "--", "--help")
-    assert res.returncode == 0, res.stderr
-    assert "--quick" in res.stdout and "Table 3" in res.stdout
-    res = _run("reproduce", "nope")
-    assert res.returncode == 2 and "unknown experiment 'nope'" in res.stderr
-    assert len(res.stderr.strip().splitlines()) == 1, res.stderr
-
-
-def test_reproduce_all_passes_options_to_every_experiment(monkeypatch, tmp_path, capsys):
-    from svtjax import experiments
-
-    calls = []
-    for name, code in (("fake_a", 0), ("fake_b", 3)):
-        module = types.ModuleType(f"fake_experiments.{name}")
-        module.main = lambda argv, name=name, code=code: calls.append((name, argv)) or code
-        monkeypatch.setitem(sys.modules, module.__name__, module)
-    monkeypatch.setattr(experiments, "EXPERIMENTS", {
-        "fake_a": "fake_experiments.fake_a", "fake_b": "fake_experiments.fake_b"})
-    out = str(tmp_path / "d")
-    assert cli.main(["reproduce", "fake_a", "--quick", "--trials", "7", "--out", out,
-                     "--datasets", "zipf"]) == 0
-    assert calls == [("fake_a", ["--quick", "--trials", "7", "--out", out, "--datasets",
-                                 "zipf"])]
-    calls.clear()
-    assert cli.main(["reproduce", "all", "--paper", "--out", str(tmp_path)]) == 1
-    assert calls == [("fake_a", ["--paper", "--out", str(tmp_path / "fake_a")]),
-                     ("fake_b", ["--paper", "--out", str(tmp_path / "fake_b")])]
-    assert "failed: fake_b" in capsys.readouterr().err
 
 
 def test_audit_without_the_module_fails_with_one_line(monkeypatch, capsys):

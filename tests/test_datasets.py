@@ -68,7 +68,7 @@ def test_names_and_metadata_keys():
 
 
 def test_unknown_dataset_and_argument():
-    with pytest.raises(ValueError, match="available datasets are: zipf, binary, adult"):
+    with pytest.raises(ValueError, match="available datasets are: zipf, binary, lyu-zipf, adult"):
         datasets.load("nope")
     with pytest.raises(ValueError, match="rare_items"):
         datasets.load("adult", rare_items="drop")
@@ -85,6 +85,26 @@ def test_zipf_and_binary():
     assert np.sum(datasets.binary(positives=7).scores > 0) == 7
     with pytest.raises(ValueError, match="at most n"):
         datasets.binary(n=5, positives=6)
+
+
+def test_lyu_zipf_is_lyus_dataset_not_lius():
+    """Lyu'17 slides: zipf with 1,000,000 records over 10,000 items (Zipf exponent 1, expected
+    supports rounded by largest remainder), about 10.2x the scores of Liu'24's s_i = 10,000/i."""
+    lyu, liu = datasets.load("lyu-zipf"), datasets.load("zipf")
+    s = lyu.scores
+    assert lyu.name == "lyu-zipf" and datasets.is_synthetic("Lyu_Zipf")
+    assert lyu.num_items == 10_000 and s.sum() == 1_000_000 and np.all(s == np.round(s))
+    h = np.sum(1.0 / np.arange(1, 10_001))
+    expected = 1e6 / (h * np.arange(1, 10_001))
+    np.testing.assert_allclose(lyu.metadata["expected"], expected, rtol=1e-12)
+    assert np.max(np.abs(s - expected)) < 1.0
+    assert (s[0], s[49], s[299]) == (102_170, 2_043, 341)
+    assert np.all(np.diff(s[:328]) < 0) and s[327] == s[328]  # the first rounding tie
+    assert s[0] / liu.scores[0] == pytest.approx(1e6 / (h * 1e4), rel=1e-5)  # 10.2x
+    assert "lyu17" in lyu.metadata["thresholds"] and "lyu17" not in liu.metadata["thresholds"]
+    assert datasets.lyu_threshold(s, 50) == (2_043 + 2_003) / 2
+    small = datasets.load("lyu-zipf", records=100, n=7)
+    assert small.scores.sum() == 100 and small.metadata["thresholds"] == {}
 
 
 # --- shipped real datasets --------------------------------------------------------------------

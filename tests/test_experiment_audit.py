@@ -1,4 +1,4 @@
-"""svtjax/experiments/audit.py: every registered mechanism audited, one table row each."""
+"""experiments/audit.py: every registered mechanism audited, one table row each."""
 
 import csv
 import json
@@ -7,8 +7,8 @@ import os
 import pytest
 
 import svtjax
+from experiments import audit as experiment
 from svtjax import audit as A
-from svtjax.experiments import audit as experiment
 
 
 def test_every_registered_mechanism_has_audit_parameters():
@@ -75,6 +75,20 @@ def test_tiny_real_run_writes_outputs(tmp_path, capsys):
     assert em["exceeds_nominal"] == "False" and em["exceeds_proven"] == "False"
     assert float(em["lower_bound"]) <= float(em["proven_epsilon"])
     assert json.loads(rows["stoddard"]["witness"])["event"]["description"]
+    assert list(rows["stoddard"]) == list(experiment.COLUMNS)
+    for r in rows.values():  # svtjax.audit's own fields, as AuditResult.to_dict names them
+        assert r["status"] == "audited" and r["method"] in ("conditional", "clopper-pearson")
+        validation = int(r["validation_trials"]) + int(r["validation_trials_prime"])
+        assert validation == 2 * 20000  # a conditional bound splits them by a coin
+        assert int(r["total_trials"]) == int(r["selection_trials"]) + validation
+    with open(out / "claims.csv", encoding="utf-8") as f:
+        claims = {c["claim"]: c for c in csv.DictReader(f)}
+    (stoddard,) = [c for c in claims.values() if c["claim"].startswith("Lyu'17 Alg. 5")]
+    assert stoddard["verdict"] == "agree"  # flagged, as Lyu'17 proves
+    (roth,) = [c for c in claims.values() if c["claim"].startswith("Lyu'17 Alg. 3")]
+    assert roth["verdict"] == "not checked"  # not in --mechanisms
+    (rest,) = [c for c in claims.values() if c["claim"].startswith("Every other")]
+    assert rest["verdict"] == "agree" and "1 mechanisms audited" in rest["ours"]
     md = (out / "audit.md").read_text(encoding="utf-8")
     assert "| stoddard |" in md and "| em-peeling |" in md and "## Witnesses" in md
     assert md.strip() in printed

@@ -1,4 +1,4 @@
-"""svtjax/experiments/ding2019.py (Ding'19 Figures 1-4): a tiny run's outputs and their sanity."""
+"""experiments/ding2019.py (Ding'19 Figures 1-4): a tiny run's outputs and their sanity."""
 
 import csv
 import math
@@ -7,8 +7,9 @@ import sys
 
 import pytest
 
+from experiments import ding2019, load, names
+from experiments._common import VERDICTS
 from svtjax import datasets, estimators
-from svtjax.experiments import ding2019, load, names
 
 
 @pytest.fixture(scope="module")
@@ -78,11 +79,26 @@ def test_adaptive_columns_are_sane(tiny):
             assert 0.0 <= r[key] <= 1.0
         assert r["f_ratio"] == pytest.approx(r["adaptive_f"] / r["svt_f"])
         assert 0.0 <= r["remaining_pct"] <= 100.0 and 0.0 <= r["reached_k"] <= 1.0
+        # both stopping rules ran (independent runs); at k = 2, 4 no float sum reachable at the
+        # boundary exceeds ε − ε1, so their difference is Monte Carlo noise around an exact 0:
+        # beyond 4.5 SE with probability 7e-6 per cell
+        assert r["authors_answers"] == pytest.approx(r["authors_top"] + r["authors_middle"])
+        assert (r["boundary_sums"], r["boundary_overshoot"]) == ding2019.boundary_overshoot(
+            0.7, k) and r["boundary_overshoot"] == 0
+        assert abs(r["rule_difference"]) <= 4.5 * r["rule_difference_se"] + 1e-12, r
 
 
 def test_summary_has_the_comparison(tiny):
-    _, _, _, text, _ = tiny
-    assert "## The paper's statements beside ours" in text
+    _, _, _, text, out = tiny
+    assert "## Claims checked" in text and "| # | paper's claim | paper | ours |" in text
+    with open(out / "claims.csv") as f:
+        claims = list(csv.DictReader(f))
+    assert len(claims) >= 10 and all(c["verdict"] in VERDICTS for c in claims)
+    assert all(c["explanation"] for c in claims if c["verdict"] != "agree")
+    # k = 22 is not in this grid: the "+18 answers" claim is not checked, not "disagree"
+    (extra,) = [c for c in claims if "18 more answers" in c["claim"]]
+    assert extra["verdict"] == "not checked"
+    assert "## Stopping rule: exact (svtjax) vs the authors' float64 sum" in text
     for quote in ("up to 50%", "approaches 20%", "1.5 times", "40% of the privacy budget",
                   "18 more answers"):
         assert quote in text, quote
@@ -135,10 +151,10 @@ def test_main_quick(tmp_path, monkeypatch):
 
 @pytest.mark.filterwarnings("ignore:.*found in sys.modules:RuntimeWarning")
 def test_module_runs_as_script(monkeypatch, capsys):
-    # what `python -m svtjax.experiments.ding2019 --help` runs, in-process (no new interpreter)
+    # what `python -m experiments.ding2019 --help` runs, in-process (no new interpreter)
     monkeypatch.setattr(sys, "argv", ["ding2019", "--help"])
     with pytest.raises(SystemExit) as done:
-        runpy.run_module("svtjax.experiments.ding2019", run_name="__main__")
+        runpy.run_module("experiments.ding2019", run_name="__main__")
     assert done.value.code == 0
     out = capsys.readouterr().out
     assert "--quick" in out and "--paper" in out and "--order" in out
@@ -196,3 +212,44 @@ def test_per_run_order(tmp_path):
         assert abs(r["z"]) < 6, r  # loose (6 SE), as test_mse_columns_are_sane
     (r,) = results["adaptive"]
     assert r["svt_answers"] <= 4 + 1e-9 < r["adaptive_answers"]
+
+
+def test_boundary_overshoot_matches_the_mechanism():
+    """The enumeration of the authors' float sums at the boundary agrees with the mechanism:
+    where the all-top order overshoots (k = 9, 11 at ε = 0.7, tests/test_adaptive_stopping.py),
+    some reachable sum is above ε − ε1; at k = 2..5 none is."""
+    assert ding2019.boundary_overshoot(0.7, 9)[1] >= 1
+    assert ding2019.boundary_overshoot(0.7, 11)[1] >= 1
+    assert all(ding2019.boundary_overshoot(0.7, k)[1] == 0 for k in (2, 3, 4, 5))
+    import svtjax
+
+    for k in (6, 9, 20):
+        mech = svtjax.get("adaptive-svt-gap", epsilon=0.7, c=k, monotonic=True,
+                          stopping="authors")
+        assert ding2019.authors_budgets(0.7, k) == tuple(map(float, mech.budgets()))
+
+
+def test_svt_gap_scales_are_the_estimators():
+    """The experiment's own Sparse-Vector-with-Gap scales give Sec. 6.2's Var(γ)."""
+    for eps, k in ((0.35, 2), (0.05, 10), (0.75, 22)):
+        b0, bq = ding2019.svt_gap_scales(eps, k)
+        assert float(estimators.gap_variance(b0, bq)) == pytest.approx(
+            float(estimators.svt_gap_variance(eps, k, True)), rel=1e-12)
+
+
+def test_bias_check_reruns_the_farthest_point(tmp_path):
+    """The Noisy-Top-K-with-Gap point farthest beyond the bound is re-run with fresh runs
+    (another seed) and judged against the theory; nothing is re-run when no point is beyond."""
+    rows = [dict(dataset="t40i10d100k", mechanism="noisy-top-k-gap", figure=2, epsilon=0.7,
+                 k=2, z=z, improvement_pct=p, improvement_se_pct=1.0, theory_pct=25.0,
+                 noise_over_threshold=0.01) for z, p in ((0.5, 25.5), (9.0, 34.0))]
+    config = ding2019.Config(ks=(2, 4), fig2_k=2, trials=60, bias_factor=2, out=str(tmp_path),
+                             verbose=False)
+    b = ding2019.bias_check(config, rows, log=lambda *a: None)
+    assert (b["epsilon"], b["k"], b["first_z"], b["trials"]) == (0.7, 2, 9.0, 120)
+    assert b["theory_pct"] == pytest.approx(25.0) and b["se_pct"] > 0
+    assert b["bias"] == (abs(b["z"]) > 3)
+    text = ding2019._bias_text(b, "t40i10d100k", "noisy-top-k-gap")
+    assert "120 fresh runs" in text
+    assert ding2019.bias_check(config, rows[:1], log=lambda *a: None) is None
+    assert ding2019.bias_check(ding2019.Config(bias_factor=0), rows) is None

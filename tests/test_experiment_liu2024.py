@@ -1,12 +1,13 @@
-"""svtjax.experiments.liu2024 --quick: outputs exist and are sane (< 60 s)."""
+"""experiments.liu2024 --quick: outputs exist and are sane (< 60 s)."""
 
 import csv
 import os
 
 import pytest
 
-from svtjax import experiments
-from svtjax.experiments import liu2024
+import experiments
+from experiments import liu2024
+from experiments._common import VERDICTS
 
 
 def _read(path):
@@ -18,11 +19,23 @@ def test_quick_run(tmp_path, monkeypatch):
     monkeypatch.setenv("SVTJAX_NO_CACHE", "1")
     out = str(tmp_path / "liu")
     assert liu2024.main(["--quick", "--out", out]) == 0
-    for name in ("table5.csv", "fig3.csv", "fig4.csv", "fig5.csv", "fig7.csv", "fig8.csv",
-                 "summary.md", "fig3.png", "fig4.png", "fig5.png",
-                 "fig7_ncr_t40i10d100k.png", "fig7_f1_t40i10d100k.png",
-                 "fig8_t40i10d100k.png"):
+    for name in ("table5.csv", "fig3.csv", "fig4.csv", "fig5a.csv", "fig5.csv", "fig6.csv",
+                 "fig7.csv", "fig8.csv", "claims.csv", "summary.md", "table5.png", "fig3.png",
+                 "fig4.png", "fig5.png", "fig6.png", "fig7_ncr_t40i10d100k.png",
+                 "fig7_f1_t40i10d100k.png", "fig8_t40i10d100k.png"):
         assert os.path.getsize(os.path.join(out, name)) > 0, name
+    # Figure 5(a): a density (integrates to 1 over the plotted range, to 1%) whose CDF is
+    # svtjax.correction's Γ; Figure 6: every T40I10D100K item, descending
+    f5a = _read(os.path.join(out, "fig5a.csv"))
+    z = [float(r["z"]) for r in f5a]
+    pdf = [float(r["pdf"]) for r in f5a]
+    area = sum((z1 - z0) * (p0 + p1) / 2 for z0, z1, p0, p1 in zip(z, z[1:], pdf, pdf[1:]))
+    assert area == pytest.approx(float(f5a[-1]["cdf"]) - float(f5a[0]["cdf"]), rel=0.01)
+    f6 = [float(r["score"]) for r in _read(os.path.join(out, "fig6.csv"))]
+    assert len(f6) == 942 and f6 == sorted(f6, reverse=True)
+    claims = _read(os.path.join(out, "claims.csv"))
+    assert len(claims) >= 15 and all(c["verdict"] in VERDICTS for c in claims)
+    assert all(c["explanation"] for c in claims if c["verdict"] != "agree")
     fig7 = _read(os.path.join(out, "fig7.csv"))
     methods = {r["method"] for r in fig7}
     assert methods == set(liu2024.SVT_METHODS) | {liu2024.UPPER, liu2024.UPPER_SVT}
@@ -40,9 +53,64 @@ def test_quick_run(tmp_path, monkeypatch):
     for fig in ("fig7", "fig8"):
         assert os.path.getsize(os.path.join(out, "sweep", fig, "t40i10d100k", "results.csv")) > 0
     text = open(os.path.join(out, "summary.md"), encoding="utf-8").read()
-    assert "Table 5" in text and "Acceptance" in text and "35450.45" in text
+    assert "Table 5" in text and "## Claims checked" in text and "35450.45" in text
+    assert "RESAMPLE" in text and "footnote 3" in text
 
 
 def test_registered():
     assert "liu2024" in experiments.names()
     assert experiments.load("liu2024") is liu2024
+
+
+def test_two_labels_sharing_a_point_both_reach_the_table(tmp_path):
+    """Issue 15 item 3: on Adult (c = 5) the upper bound at ε and the SVT-noise upper bound at
+    10ε are one engine point (report-noisy-max at c·ε2(ε) = ε2(10ε)/2); grouping the sweep's
+    rows by point id alone kept one label and lost the other's cells in fig7.csv."""
+    from svtjax import datasets, sweep
+
+    data = datasets.load("adult")
+    threshold, c, _ = liu2024._setting(data)
+    assert c == 5 and 5 * liu2024._eps2(0.01, c) == liu2024._eps2(0.1, c) / 2
+    tables = [{"name": "report-noisy-max", "label": liu2024._upper_label(label, eps),
+               "noise": "exponential", "monotonic": True, "epsilon": e}
+              for label, eps, e in ((liu2024.UPPER, 0.01, c * liu2024._eps2(0.01, c)),
+                                    (liu2024.UPPER_SVT, 0.1, liu2024._eps2(0.1, c) / 2))]
+    cfg = {"sweep": {"name": "shared-point", "trials": 4, "seed": 0,
+                     "datasets": [{"name": "adult"}], "metrics": ["ncr", "f1"],
+                     "shuffle": True, "threshold": threshold},
+           "grid": {"c": [c]}, "mechanisms": tables}
+    result = sweep.run(cfg, str(tmp_path / "sweep"), log=lambda *a: None)
+    assert len({r["point_id"] for r in result.rows}) == 1  # one computation, two labels
+    config = liu2024.Config(epsilons=(0.01, 0.1), passes=2)
+    rows = liu2024._figure_rows(liu2024._points(result), data, config, 2)
+    got = {(r["method"], r["epsilon"]): r["ncr"] for r in rows}
+    assert set(got) == {(liu2024.UPPER, 0.01), (liu2024.UPPER_SVT, 0.1)}
+    assert got[(liu2024.UPPER, 0.01)] == got[(liu2024.UPPER_SVT, 0.1)]
+
+
+def _fig8_rows(leads, eps=0.1, se=0.01):
+    """T40I10D100K Figure 8 rows: SVT-Exp (optimal) − the others = lead at each traversal."""
+    rows = []
+    for passes, lead in leads.items():
+        for m in liu2024.SVT_METHODS:
+            ncr = 0.8 + (lead if m == "SVT-Exp (optimal)" else 0.0)
+            rows.append(dict(dataset="t40i10d100k", epsilon=eps, passes=passes, method=m,
+                             ncr=ncr, ncr_se=se, r=123.0))
+    return rows
+
+
+def test_fig8_claim_on_t40_is_judged():
+    """Issue 15 item 4: the paper's "slightly inferior at very few traversals, better with a
+    few more (< 5)" on T40I10D100K is checked, and flagged when it fails."""
+    config = liu2024.Config(fig8_epsilons=(0.1,))
+
+    def verdict(leads):
+        res = {"fig8": _fig8_rows(leads), "fig6": []}
+        (c,) = [c for c in liu2024._fig8_claims(res, config) if "T40I10D100K" in c["claim"]]
+        return c
+
+    assert verdict({1: -0.05, 2: -0.01, 3: 0.05, 5: 0.06, 10: 0.06})["verdict"] == "agree"
+    fails = verdict({1: -0.2, 2: -0.2, 3: -0.15, 5: -0.1, 10: -0.02})
+    assert fails["verdict"] == "disagree" and "Figure 8 ε is not stated" in fails["explanation"]
+    one = liu2024._fig8_claims({"fig8": _fig8_rows({2: 0.0}), "fig6": []}, config)
+    assert [c["verdict"] for c in one if "T40I10D100K" in c["claim"]] == ["not checked"]

@@ -1,45 +1,118 @@
-"""svtjax/experiments/zhu_wang2020.py (Zhu & Wang 2020, Figures 1-2): a tiny run writes every
-output, calibrations meet the target, and the exact mean length agrees with the simulation."""
+"""experiments/zhu_wang2020.py (Zhu & Wang 2020, Figures 1-2): a tiny run writes every output,
+calibrations meet the target, Figure 1's plotted length is a length of the mechanism as
+calibrated (never above the cap Gaussian-SVT is calibrated with), and the exact mean lengths
+agree with closed forms."""
 
 import csv
 import math
 
 import numpy as np
+import pytest
 from scipy import stats
 
-from svtjax.experiments import zhu_wang2020 as zw
+from experiments import zhu_wang2020 as zw
+from experiments._common import VERDICTS
 
 
-def test_tiny_run_writes_outputs(tmp_path):
-    config = zw.Config(cs=(1, 4), thresholds=(5.0,), trials=16, stream=256, fig2_queries=200,
-                       fig2_trials=4, out=str(tmp_path), verbose=False)
-    fig1, fig2 = zw.run(config, log=lambda *a: None)
-    assert len(fig1) == 2 * len(zw.FIG1_METHODS)
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    out = tmp_path_factory.mktemp("zw")
+    config = zw.Config(cs=(1, 4), thresholds=(5.0, 60.0), trials=16, stream=256,
+                       fig2_queries=200, fig2_trials=4, out=str(out), verbose=False)
+    fig1, uncapped, fig2 = zw.run(config, log=lambda *a: None)
+    text = zw.write_outputs(fig1, uncapped, fig2, config, 1.0, log=lambda *a: None)
+    return config, fig1, uncapped, fig2, text, out
+
+
+def test_tiny_run_writes_outputs(tiny):
+    config, fig1, uncapped, fig2, text, out = tiny
+    assert len(fig1) == 2 * 2 * len(zw.FIG1_METHODS)
+    assert len(uncapped) == 2 * 2 * len(zw.FIG1_UNCAPPED)
     assert {r["method"] for r in fig2} == set(zw.FIG2_METHODS)
-    for r in fig1:  # every method is calibrated to (ε, δ) by its own accounting
+    for r in fig1 + uncapped:  # every method is calibrated to (ε, δ) by its own accounting
         assert r["epsilon"] <= config.epsilon * (1 + 1e-9), r
         assert r["epsilon"] >= 0.99 * config.epsilon, r
-        assert 1 <= r["mean_length"] <= config.stream
+    for r in fig1:
         assert 1 <= r["median_length"] <= config.stream and 0 <= r["censored"] <= 1
-        assert r["trials"] == config.trials
-    # ε of the Gaussian mechanism grows with t; noisy screening is data-dependent and smaller
+        assert r["trials"] == config.trials and r["se_length"] >= 0
+    # ε of the Gaussian mechanism grows with t
     gm = [r["epsilon"] for r in fig2 if r["method"] == "Gaussian mechanism"]
     assert all(np.diff(gm) > 0)
-    text = zw.write_outputs(fig1, fig2, config, 1.0, log=lambda *a: None)
-    for name in ("fig1_lengths.csv", "fig2_epsilon.csv", "fig1.png", "fig2.png", "summary.md"):
-        assert (tmp_path / name).stat().st_size > 0
-    with open(tmp_path / "fig1_lengths.csv") as f:
+    for name in ("fig1_lengths.csv", "fig1_uncapped.csv", "fig2_epsilon.csv", "fig1.png",
+                 "fig2.png", "summary.md", "claims.csv"):
+        assert (out / name).stat().st_size > 0
+    with open(out / "fig1_lengths.csv") as f:
         assert len(list(csv.DictReader(f))) == len(fig1)
-    assert "Exp 3" in text and "CIFAR-10" in text
-    # the simulations ran on the sweep engine, which kept its tidy results
-    for sub in ("fig1_T5", "fig2"):
-        assert (tmp_path / "sweep" / sub / "results.csv").stat().st_size > 0
-    assert text.count("| yes |") + text.count("| no |") == 5
+    with open(out / "claims.csv") as f:
+        claims = list(csv.DictReader(f))
+    assert len(claims) == 8 and all(c["verdict"] in VERDICTS for c in claims)
+    assert all(c["explanation"] for c in claims if c["verdict"] != "agree")
+    assert "CIFAR-10" in text and "| # | paper's claim |" in text
+    for sub in ("fig1_T5", "fig2"):  # the simulations ran on the sweep engine
+        assert (out / "sweep" / sub / "results.csv").stat().st_size > 0
 
 
-def test_expected_length_closed_form():
+def test_plotted_length_never_exceeds_the_calibration_cap(tiny):
+    """Issue 15 item 1: Gaussian-SVT is calibrated for a stream of at most L queries; the
+    plotted ("capped") lengths are means of min(length, L), so none exceeds L (the previous
+    figure plotted the uncapped exact mean, up to 10^734 at T = 1000). Every capped method's
+    mechanism is the one simulated, and Gaussian-SVT's k_max is the stream length."""
+    config, fig1, uncapped, _, _, _ = tiny
+    assert all(r["mean_length"] <= config.stream and r["cap"] == config.stream for r in fig1)
+    for r in fig1:
+        if r["method"] == zw.FIG1_METHODS[3]:
+            assert r["k_max"] == config.stream  # Gaussian-SVT calibrated with the plotted cap
+        if r["method"] == zw.FIG1_METHODS[4]:
+            assert r["k_max"] <= config.stream  # stage-wise per-stage cap
+    assert all(r["k_max"] is None for r in uncapped if r["method"] == zw.GAUSS_UNCAPPED)
+    assert not {r["method"] for r in fig1} & {zw.GAUSS_UNCAPPED}  # never simulated or plotted
+
+
+def test_exact_capped_mean_matches_the_simulation():
+    """At c = 1 the exact E[min(K, L)] printed beside the simulation is the simulated
+    mechanism's: Gaussian-SVT with k_max = L = 256 at T = 60, 3,000 runs (a mean of values in
+    [1, 256]); 5 SE: a correct implementation fails with probability below 1e-6."""
+    import svtjax
+    from svtjax.noise import Gaussian
+
+    s1 = 8.9  # about the calibrated σ1 at (ε, δ) = (1, 1e-6), c = 1, k_max = 256
+    mech = svtjax.get("generalized-svt", c=1, resample=True, k_max=256,
+                      threshold_noise=Gaussian(s1), query_noise=Gaussian(2 * s1))
+    exact = zw.expected_capped_length(stats.norm(scale=s1), stats.norm(scale=2 * s1), 60.0, 256)
+    out = svtjax.simulate(mech, np.zeros(256), 60.0, trials=3000, seed=11)
+    length = np.sum(np.asarray(out.answers) >= 0, axis=1)
+    se = length.std(ddof=1) / math.sqrt(length.size)
+    assert 50 < exact < 255  # a regime where the cap binds in some runs, not all
+    assert abs(length.mean() - exact) <= 5 * se, (length.mean(), se, exact)
+
+
+def test_expected_lengths_closed_form():
     """E[K] = ∫ f_ρ(z)/P(ν ≥ T + z) dz: with (nearly) no threshold noise K is geometric with
-    mean 1/P(ν ≥ T) = 2e^{T/λ} for ν ~ Lap(λ), T > 0."""
+    p = P(ν ≥ T) = e^{−T/λ}/2, so E[K] = 1/p and E[min(K, L)] = (1 − (1 − p)^L)/p."""
     lam, t = 1.5, 2.0
-    got = zw.expected_length(stats.laplace(scale=1e-6), stats.laplace(scale=lam), t)
-    assert abs(got - 2 * math.exp(t / lam)) < 1e-3 * got
+    rho, nu = stats.laplace(scale=1e-6), stats.laplace(scale=lam)
+    p = 0.5 * math.exp(-t / lam)
+    assert abs(zw.expected_length(rho, nu, t) - 1 / p) < 1e-3 / p
+    for cap in (1, 3, 50, 10_000):
+        want = (1 - (1 - p) ** cap) / p
+        assert zw.expected_capped_length(rho, nu, t, cap) == pytest.approx(want, rel=1e-4)
+    # a huge mean is capped at L, not reported beyond it
+    assert zw.expected_capped_length(stats.norm(scale=1.0), stats.norm(scale=2.0), 60.0,
+                                     2 ** 15) == pytest.approx(2 ** 15, rel=1e-9)
+
+
+def test_fig2_analysis_finds_the_crossings():
+    rows = []
+    for t, eps in ((1, (1.0, 2.0, 0.5, 3.0)), (10, (2.0, 3.0, 2.5, 2.2)),
+                   (100, (3.0, 3.5, 9.0, 2.0))):
+        for m, e in zip(zw.FIG2_METHODS, eps):
+            extra = ({"gaussian_thm8_kmax_t": e, "gaussian_prop10_no_cap": 2 * e}
+                     if m == "Gaussian-SVT" else {})
+            rows.append(dict(queries=t, method=m, epsilon=e, **extra))
+    an = zw.fig2_analysis(rows)
+    assert an["best"] == {1: "Gaussian mechanism", 10: "Laplace-SVT", 100: "Noisy screening"}
+    assert an["cross"][("Laplace-SVT", "Noisy screening")] == [
+        (100, "Laplace-SVT → Noisy screening")]
+    assert an["cross"][("Gaussian-SVT", "Gaussian mechanism")] == [
+        (100, "Gaussian mechanism → Gaussian-SVT")]
+    assert zw._intervals([1, 10, 1000], [1, 10, 100, 1000]) == "t ∈ [1, 10] ∪ {1000}"

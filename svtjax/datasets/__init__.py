@@ -11,6 +11,9 @@ Synthetic:
 * ``binary`` — n items, ``positives`` of them scoring ``high`` and the rest 0 (Liu et al. 2024
   Table 2: 10,000 items, positives score 1,000, threshold 500). Liu'24 does not state how many
   items are positive; the default is 50 = the c its experiments use.
+* ``lyu-zipf`` — Lyu et al. 2017's zipf dataset (slides: 1,000,000 records over 10,000 items):
+  the integer supports of a Zipf law with exponent 1, s_i ≈ 10^6 / (H_10000 · i) ≈ 102,170 / i,
+  about 10.2 times ``zipf``'s; see :func:`lyu_zipf` for the derivation.
 
 Real, shipped inside the package (item counts, so ``load`` works offline): ``adult`` (UCI Adult
 as LIBSVM a9a + a9a.t), ``t40i10d100k`` (the 755 items with support >= 1,000 exactly, 187 rare
@@ -61,7 +64,8 @@ from svtjax.datasets._types import (
 )
 
 __all__ = [
-    "Dataset", "load", "names", "zipf", "binary", "lyu_threshold",
+    "Dataset", "load", "names", "zipf", "binary", "lyu_zipf", "LYU17_ZIPF_RECORDS",
+    "LYU17_ZIPF_ITEMS", "lyu_threshold",
     "ding_threshold", "fixed_threshold", "RankedThreshold", "ThresholdRule", "THRESHOLD_RULES",
     "canonical", "is_synthetic",
     "ItemCounts", "load_transactions", "from_transactions", "fetch", "cache_dir", "FORMATS",
@@ -77,7 +81,8 @@ def canonical(name: str) -> str:
 
 
 def is_synthetic(name: str) -> bool:
-    """True for the generated datasets (``zipf``, ``binary``), which take no ``cache_dir``."""
+    """True for the generated datasets (``zipf``, ``binary``, ``lyu-zipf``), which take no
+    ``cache_dir``."""
     return _registry.canonical(name) in _registry.SYNTHETIC
 
 
@@ -87,16 +92,70 @@ def zipf(n: int = 10_000) -> Dataset:
     scores = float(n) / np.arange(1, int(n) + 1, dtype=np.float64)
     thresholds = {}
     if int(n) == 10_000:
-        thresholds = {"lyu17": {**_registry.LYU17_RULE, "ref": "Lyu et al. 2017 slides (zipf "
-                                "dataset); threshold rule as in the paper, Sec. 5"},
-                      "liu24": {"rule": "fixed", "threshold": 200.0, "c": 50,
+        thresholds = {"liu24": {"rule": "fixed", "threshold": 200.0, "c": 50,
                                 "ref": f"{_registry.LIU24} (threshold); c = 50 in Figs. 7-8"}}
     return Dataset("zipf", scores, {
-        "source": "synthetic: s_i = n / i (Lyu et al. 2017 slides; Liu et al. 2024 Table 2)",
+        "source": "synthetic: s_i = n / i (Liu et al. 2024 Table 2)",
         "num_items": int(n), "num_transactions": None, "thresholds": thresholds,
         "notes": "s_50 = 200 = Liu'24's threshold at n = 10,000, so exactly 50 items reach it. "
-                 "The Lyu'17 slides list the zipf dataset with 10,000 items and '10,00,000' "
-                 "records."})
+                 "Lyu et al. 2017's zipf dataset has 1,000,000 records over 10,000 items, "
+                 "scores about 10.2 times these: load('lyu-zipf')."})
+
+
+#: Lyu et al. 2017 slides, dataset table: "zipf 10,00,000 [records] 10,000 [items]".
+LYU17_ZIPF_RECORDS = 1_000_000
+LYU17_ZIPF_ITEMS = 10_000
+
+
+def lyu_zipf(records: int = LYU17_ZIPF_RECORDS, n: int = LYU17_ZIPF_ITEMS) -> Dataset:
+    """Lyu et al. 2017's zipf dataset: ``records`` records over ``n`` items, as item supports.
+
+    Derivation. The slides' dataset table (``seeds/001_*.txt``, "Experiment") lists
+    ``zipf | 10,00,000 | 10,000`` under #Records and #Items; 10,00,000 is Indian digit grouping
+    for 1,000,000 (ten lakh). The paper (Sec. 5) and slides state no exponent; Zipf's law
+    without one is exponent 1, P(item i) = (1/i)/H_n with H_n = Σ_{j<=n} 1/j (H_10000 =
+    9.78760603604...), and a record is one occurrence of one item (the only reading under which
+    a record count and an item count determine the supports; transaction data would need the
+    record length). The supports are then the expected counts N·(1/i)/H_n, s_1 = 102,169.8,
+    s_50 = 2,043.4, s_300 = 340.6 — 10^6/H_10000 = 102,170 / i, about 10.2 times
+    :func:`zipf`'s 10,000 / i (Liu et al. 2024's Zipf). Supports of a real dataset are
+    integers summing to its number of records, so the expected counts are rounded by largest
+    remainder (floor, then +1 for the items with the largest fractional parts, ties to the
+    lower index) to integers summing to exactly N; every support differs from its expectation
+    by less than 1. Item order: i = 1..n (descending supports).
+
+    The top 328 supports are distinct (s_i − s_{i+1} ≈ 102,170/i² > 0.95 there), so the top-c set
+    and :func:`lyu_threshold` are unambiguous for Lyu'17's c = 25..300; further down, rounding
+    ties neighbouring items (first at i = 328, 329), as integer supports do.
+
+    Args:
+      records: N, the number of records (>= 1).
+      n: the number of items (>= 1).
+
+    Returns:
+      The dataset ``"lyu-zipf"``: float64 integer-valued scores, ``metadata["expected"]`` the
+      unrounded expectations.
+    """
+    _validate.integer("records", records, minimum=1)
+    _validate.integer("n", n, minimum=1)
+    weights = 1.0 / np.arange(1, int(n) + 1, dtype=np.float64)
+    expected = int(records) * weights / weights.sum()
+    counts = np.floor(expected).astype(np.int64)
+    extra = int(records) - int(counts.sum())
+    order = np.argsort(-(expected - counts), kind="stable")
+    counts[order[:extra]] += 1
+    thresholds = {}
+    if (int(records), int(n)) == (LYU17_ZIPF_RECORDS, LYU17_ZIPF_ITEMS):
+        thresholds = {"lyu17": {**_registry.LYU17_RULE, "ref": "Lyu et al. 2017 slides (zipf "
+                                "dataset); threshold rule as in the paper, Sec. 5"}}
+    return Dataset("lyu-zipf", counts.astype(np.float64), {
+        "source": f"synthetic: {int(records):,} records over {int(n):,} items drawn by Zipf's "
+                  "law (exponent 1) at their expected counts, rounded by largest remainder "
+                  "(Lyu et al. 2017 slides, dataset table)",
+        "num_items": int(n), "num_transactions": int(records), "thresholds": thresholds,
+        "expected": expected,
+        "notes": "support s_i = round(N / (H_n i)); Lyu'17 reports SER on it in the slides "
+                 "only (the paper's Table 3 uses BMS-POS, Kosarak, AOL)."})
 
 
 def binary(n: int = 10_000, positives: int = 50, high: float = 1000.0) -> Dataset:
@@ -126,7 +185,7 @@ def binary(n: int = 10_000, positives: int = 50, high: float = 1000.0) -> Datase
                  "Liu'24 (default 50 = its c)."})
 
 
-_BUILTIN = {"zipf": zipf, "binary": binary}
+_BUILTIN = {"zipf": zipf, "binary": binary, "lyu-zipf": lyu_zipf}
 
 
 def names() -> list[str]:
@@ -141,7 +200,7 @@ def load(name: str, **kwargs: Any) -> Dataset:
 
     Args:
       name: see :func:`names` (case-insensitive; aliases such as ``a9a``, ``bms1``, ``t40``).
-      **kwargs: for ``zipf``/``binary``, their builder's arguments. For real datasets:
+      **kwargs: for ``zipf``/``binary``/``lyu-zipf``, their builder's arguments. For real datasets:
         ``cache_dir`` (where :func:`fetch` stored data), ``from_cache`` (bool: read the fetched
         copy even if the package ships one — for ``t40i10d100k`` that gives the exact counts of
         all 942 items), and for ``t40i10d100k`` ``rare_items`` (``"impute"``, default, or

@@ -216,7 +216,7 @@ SPECS: dict[str, Spec] = {s.name: s for s in (
 )}
 
 #: Synthetic datasets, built by the functions in ``svtjax.datasets``.
-SYNTHETIC = ("zipf", "binary")
+SYNTHETIC = ("zipf", "binary", "lyu-zipf")
 
 _ALIASES = {a: s.name for s in SPECS.values() for a in s.aliases}
 

@@ -22,7 +22,7 @@ SVT-Gau                    ``noise="gaussian", correction="none", delta=1/n``
 (Table 3's "Noise for query" / "Noise for threshold" headings are swapped by the text
 extraction: queries get the exponential noise, the threshold Laplace noise, as in Algorithm 2.)
 The "upper bound" row (rank all scores perturbed with Exp(Δ/ε2)) is not an SVT; the experiment
-computes it directly (``svtjax.experiments.liu2024``).
+computes it directly (``experiments/liu2024.py`` at the top level of the repository).
 
 Algorithm 2, line by line, as a rule on the one engine (Lyu et al.'s Figure 1 loop,
 ``classic.Figure1``, with these noises and options):
@@ -46,7 +46,7 @@ Algorithm 2, line by line, as a rule on the one engine (Lyu et al.'s Figure 1 lo
 Which λ Table 5 used: its "Mean" row is 52.32/ε (ε = 0.05 ... 2; the 0.01 entry, 5332.08, is
 5232.08 with one digit wrong), which equals cΔ/ε2 with c = 50 and ε2 = ε·w/(1 + w), w = (2c)^(2/3)
 (the Laplace split, not Table 4's (√2 c)^(2/3)). So Table 5 used the *monotonic* rate
-λ = ε2/(cΔ); ``svtjax.experiments.liu2024`` reproduces it with ``monotonic=True,
+λ = ε2/(cΔ); ``experiments/liu2024.py`` reproduces it with ``monotonic=True,
 allocation="1:(2c)^(2/3)"``.
 
 SVT-Gau calibration (δ > 0): σ1 = s·Δ/ε1, σ2 = s·2cΔ/ε2 (s·cΔ/ε2 monotonic) with

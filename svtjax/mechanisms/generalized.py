@@ -29,7 +29,7 @@ Choices where the paper is silent (documented and tested):
 
 Baselines of Section 4 (the Gaussian mechanism on every query, noisy screening) release no SVT
 answer vector; they are accounting functions (``svtjax.accounting.gaussian_mechanism_guarantee``,
-``noisy_screening_rdp``) used by ``svtjax.experiments.zhu_wang2020``, not registry entries.
+``noisy_screening_rdp``) used by ``experiments/zhu_wang2020.py``, not registry entries.
 """
 
 from __future__ import annotations

@@ -1,0 +1,236 @@
+"""Pieces every experiment script shares: the command line (one-line errors, exit status 2),
+loading the datasets available offline, turning on the persistent compilation cache the way the
+``svtjax`` command line does, small adapters to the sweep engine (``svtjax.sweep``), the
+family-wise multiple-comparison procedure and the claims table every summary ends with.
+
+Public svtjax API only (``svtjax.datasets.canonical`` / ``is_synthetic``, ``svtjax.sweep``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from typing import Any, Optional, Sequence
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with the project's error style: one line on stderr, exit status 2."""
+
+    def error(self, message: str):  # noqa: D401 - argparse's signature
+        print(f"{self.prog}: error: {' '.join(message.split())}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def count_at_least(minimum: int):
+    """An argparse ``type`` for an integer >= ``minimum`` (refused with a one-line error)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"must be an integer >= {minimum}; got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}; got {value}")
+        return value
+    parse.__name__ = f"integer >= {minimum}"
+    return parse
+
+
+def experiment_parser(name: str, description: str, *, quick: str, paper: str, trials: str,
+                      out: str, min_trials: int = 1) -> ArgumentParser:
+    """The parser of experiment ``name`` with the options every experiment takes: ``--quick``
+    | ``--paper``, ``--trials N`` (an integer >= ``min_trials``; 0 and negative numbers are
+    refused, never replaced by the default), ``--out DIR`` and ``--seed``."""
+    parser = ArgumentParser(prog=f"svtjax reproduce {name}", description=description)
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true", help=quick)
+    mode.add_argument("--paper", action="store_true", help=paper)
+    parser.add_argument("--trials", type=count_at_least(min_trials), help=trials)
+    parser.add_argument("--out", default=out, help=f"output directory (default: {out})")
+    parser.add_argument("--seed", type=int, default=0)
+    return parser
+
+
+def load_available(names: Sequence[str], cache_dir: Optional[str] = None):
+    """(datasets loaded, {name: reason it is missing}) for the given dataset names."""
+    from svtjax import datasets
+
+    loaded, missing = {}, {}
+    for name in names:
+        key = datasets.canonical(name)
+        kwargs = {}
+        if cache_dir is not None and not datasets.is_synthetic(key):
+            kwargs["cache_dir"] = cache_dir
+        try:
+            loaded[key] = datasets.load(key, **kwargs)
+        except datasets.DatasetNotAvailableError as err:
+            missing[key] = str(err).splitlines()[0]
+    return loaded, missing
+
+
+def enable_cache(tag: str) -> None:
+    """Enables the persistent compilation cache unless ``SVTJAX_NO_CACHE=1``; a cache directory
+    that cannot be used is reported on stderr (prefixed ``[tag]``) and the run goes on."""
+    if os.environ.get("SVTJAX_NO_CACHE") == "1":
+        return
+    from svtjax import enable_compilation_cache
+
+    try:
+        enable_compilation_cache()
+    except OSError as err:
+        print(f"[{tag}] compilation cache disabled ({err})", file=sys.stderr)
+
+
+def sweep_dataset(name: str, cache_dir: Optional[str] = None, **extra) -> dict:
+    """A sweep config's dataset entry for a dataset :func:`load_available` loaded (its cache
+    directory passed on for the real datasets, which take one)."""
+    from svtjax import datasets
+
+    entry = {"name": name, **extra}
+    if cache_dir is not None and not datasets.is_synthetic(name):
+        entry["cache_dir"] = cache_dir
+    return entry
+
+
+def sweep_dtype() -> str:
+    """The sweep ``dtype`` matching JAX's default float where this is called (float64 under
+    ``jax_enable_x64``, set globally or by a ``with jax.enable_x64(True):`` block)."""
+    import jax
+    import numpy as np
+
+    return str(jax.dtypes.canonicalize_dtype(np.float64))
+
+
+def group_rows(rows, *keys: str) -> dict:
+    """A sweep's tidy rows grouped by the given columns: ``{key value(s): {metric: row}}`` (one
+    key: its value; several: a tuple).
+
+    Group by every column that tells two results apart: a sweep keeps one point per distinct
+    computation, so two ``[[mechanisms]]`` tables with different labels can share a
+    ``point_id`` (both labels get their own rows); grouping by ``point_id`` alone would merge
+    them and keep one label. Two rows of one group with the same metric raise ``ValueError``
+    rather than one silently replacing the other.
+    """
+    out: dict = {}
+    for r in rows:
+        ident = r[keys[0]] if len(keys) == 1 else tuple(r[k] for k in keys)
+        group = out.setdefault(ident, {})
+        if r["metric"] in group:
+            raise ValueError(f"two rows for metric {r['metric']!r} in the group {ident!r} of "
+                             f"{keys}: group by more columns (e.g. 'label')")
+        group[r["metric"]] = r
+    return out
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with numpy/JAX scalars and arrays, tuples and objects made JSON-friendly
+    (objects by their ``repr``), for the parameter columns of a table."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, (bool, int, str)) or value is None:
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if hasattr(value, "shape") and hasattr(value, "tolist"):
+        return jsonable(value.tolist())
+    return repr(value)
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(jsonable(value))
+
+
+# ---------------------------------------------------------------------------------------------
+# Multiple comparisons
+# ---------------------------------------------------------------------------------------------
+def holm(p_values: Sequence[float], alpha: float) -> list[bool]:
+    """Holm's step-down procedure (Holm 1979): which hypotheses to reject at family-wise error
+    rate ``alpha``.
+
+    Sort the m p-values p_(1) <= ... <= p_(m); reject H_(1), ..., H_(j) for the largest j with
+    p_(i) <= alpha / (m − i + 1) for every i <= j. The probability of rejecting any true
+    hypothesis is at most ``alpha`` whatever the dependence between the tests (tested on a null
+    simulation in ``tests/test_experiment_common.py``).
+
+    Returns:
+      One bool per p-value, in the input order: True where rejected (the difference is
+      significant at family-wise level ``alpha``).
+    """
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    reject = [False] * m
+    for rank, i in enumerate(order):
+        if p_values[i] > alpha / (m - rank):
+            break
+        reject[i] = True
+    return reject
+
+
+def two_sided_p(z: float) -> float:
+    """P(|Z| >= |z|) for a standard normal Z."""
+    return math.erfc(abs(z) / math.sqrt(2.0))
+
+
+def one_sided_p(z: float) -> float:
+    """P(Z >= z) for a standard normal Z."""
+    return 0.5 * math.erfc(z / math.sqrt(2.0))
+
+
+# ---------------------------------------------------------------------------------------------
+# Claims tables
+# ---------------------------------------------------------------------------------------------
+VERDICTS = ("agree", "partly", "disagree", "not checked")
+
+
+def claim(claim: str, paper: str, ours: str, tolerance: str, verdict: str,
+          explanation: str = "") -> dict[str, str]:
+    """One row of an experiment's claims table.
+
+    Args:
+      claim: what the paper states (quoted or paraphrased, with its section / figure).
+      paper: the paper's number or statement.
+      ours: the number or fact we measured, with its uncertainty.
+      tolerance: the criterion the verdict applies (e.g. "|diff| < 3 SE").
+      verdict: one of :data:`VERDICTS`.
+      explanation: required for every verdict other than ``"agree"``.
+
+    Raises:
+      ValueError: an unknown verdict, or a disagreement without an explanation.
+    """
+    if verdict not in VERDICTS:
+        raise ValueError(f"verdict must be one of {VERDICTS}; got {verdict!r}")
+    if verdict != "agree" and not explanation.strip():
+        raise ValueError(f"the claim {claim!r} has verdict {verdict!r} and no explanation")
+    return {"claim": claim, "paper": paper, "ours": ours, "tolerance": tolerance,
+            "verdict": verdict, "explanation": explanation}
+
+
+def claims_markdown(rows: Sequence[dict[str, str]]) -> str:
+    """The claims table: paper claim, paper's number, ours, tolerance, verdict, explanation."""
+    def cell(text: str) -> str:
+        return " ".join(str(text).split()).replace("|", "\\|")
+
+    lines = ["| # | paper's claim | paper | ours | tolerance | verdict | explanation |",
+             "|---|---|---|---|---|---|---|"]
+    for i, r in enumerate(rows, 1):
+        lines.append(f"| {i} | {cell(r['claim'])} | {cell(r['paper'])} | {cell(r['ours'])} | "
+                     f"{cell(r['tolerance'])} | **{r['verdict']}** | "
+                     f"{cell(r['explanation']) or '—'} |")
+    counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
+    lines += ["", "Verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n) + "."]
+    return "\n".join(lines)
+
+
+def write_claims_csv(rows: Sequence[dict[str, str]], path: str) -> None:
+    import csv
+
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=["claim", "paper", "ours", "tolerance", "verdict",
+                                          "explanation"], lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
