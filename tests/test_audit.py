@@ -413,7 +413,12 @@ def test_mechanism_params_build_every_registered_mechanism():
         assert mech.epsilon == 1.0 or params["epsilon"] == 1.0
         info = A.claim(mech)
         assert info["nominal_epsilon"] is not None, name
-    gen = A.mechanism_params("generalized-svt", 1.0, 2)
+    # the generic audit rules, on generalized-svt given Gaussian noises (its example_params
+    # are Algorithm 1's Laplace pair)
+    from svtjax.noise import Gaussian
+
+    gen = A.mechanism_params("generalized-svt", 1.0, 2, extra={
+        "threshold_noise": Gaussian(1.0), "query_noise": Gaussian(2.0)})
     assert gen["k_max"] == A.NUM_QUERIES  # Gaussian noise: stream capped at the pair length
     assert gen["delta"] == A.DEFAULT_DELTA  # cannot be calibrated without a δ
     assert A.mechanism_params("lyu-alg1", 0.1, 1) == {"epsilon": 0.1, "c": 1}
