@@ -326,3 +326,20 @@ def test_cli_bench_finds_the_checkout(monkeypatch, capsys):
     monkeypatch.setenv("SVTJAX_BENCHMARKS", os.fspath(ROOT / "benchmarks"))
     assert cli.main(["bench", "--repeats", "0"]) == 2
     assert "integer >= 1" in capsys.readouterr().err
+
+
+def test_versions_section_renders_the_latest_record(tmp_path):
+    """RESULTS.md's two-checkout section comes from bench_versions.py's JSON, numbers included."""
+    def rec(date, new_s):
+        return {"benchmark": "versions", "date": date, "cpu_count": 2, "repeats": 3,
+                "load": {"start": [1.0, 1.0, 1.0], "end": [1.0, 1.0, 1.0]},
+                "roots": [{"path": "/a", "commit": "aaaaaaa"}, {"path": "/b", "commit": "bbbbbbb"}],
+                "n": 100, "trials": 10, "epsilon": 0.5, "c": 5,
+                "rows": [{"mechanism": "svt-s", "mode": "fixed", "median_s": [0.02, new_s],
+                          "speedup_vs_first": [0.02 / new_s]}]}
+    (tmp_path / "versions-1.json").write_text(json.dumps(rec("2026-01-01T00:00:00", 0.01)))
+    (tmp_path / "versions-2.json").write_text(json.dumps(rec("2026-02-01T00:00:00", 0.04)))
+    text = "\n".join(render.versions_md(tmp_path))
+    assert "| svt-s | fixed | 20.0 | 40.0 | 0.50x |" in text  # the later record only
+    assert "aaaaaaa ms" in text and "bbbbbbb ÷ aaaaaaa" in text
+    assert "No record yet" in "\n".join(render.versions_md(tmp_path / "missing"))
