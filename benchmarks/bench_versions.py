@@ -105,9 +105,14 @@ class _Worker:
 
 
 def _commit(root: str) -> str:
+    """The checkout's short commit, with ``+dirty`` when its package has uncommitted changes."""
+    def git(*args):
+        return subprocess.run(["git", "-C", root, *args], capture_output=True, text=True,
+                              check=True).stdout.strip()
+
     try:
-        return subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", "svtjax")
+        return git("rev-parse", "--short", "HEAD") + ("+dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
