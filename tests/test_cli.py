@@ -260,7 +260,10 @@ def test_sigint_during_a_real_sweep_process(tmp_path):
     proc = subprocess.Popen(EXE + ["--plugin", str(plugin), "sweep", cfg, "--out", str(out),
                                    "--no-plot", "--no-progress"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(ENV, SVTJAX_NO_CACHE="1"), cwd=ROOT)
+                            env=dict(ENV, SVTJAX_NO_CACHE="1"), cwd=ROOT,
+                            # as from a terminal: a suite started in the background by a
+                            # non-interactive shell inherits SIGINT ignored, and so would the CLI
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     watchdog = threading.Timer(300, proc.kill)  # never hang the suite
     watchdog.start()
     seen = []
