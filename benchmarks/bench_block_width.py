@@ -18,7 +18,6 @@ is what ``svtjax/mechanisms/_engine.py``'s ``BLOCK_WIDTH`` table cites.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -89,15 +88,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     machine.tune_allocator()
     rows = measure(args.sizes, args.modes, args.widths, args.chunks, args.rounds)
-    record = {"benchmark": "block-width", "machine": machine.machine_info(),
-              "device": machine.device_info(), "versions": machine.versions(),
-              "source": machine.source_state(), "load": machine.load(),
-              "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "rows": rows}
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / (f"block-width-{machine.default_machine_id()}-"
-                       f"{time.strftime('%Y-%m-%dT%H%M%S')}.json")
-    path.write_text(json.dumps(record, indent=1, default=repr))
-    print(f"wrote {path}")
+    machine.write_record("block-width", "block-width", args.out, rows=rows)
     return 0
 
 

@@ -26,7 +26,6 @@ and prints a table::
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import time
@@ -134,15 +133,7 @@ def main(argv=None) -> int:
             med = row["medians_s"]
             print(f"n={n} trials={trials} {mode}: reached {row['reached']:.3f}, "
                   + ", ".join(f"{k} {1e3 * v:.2f} ms" for k, v in med.items() if v), flush=True)
-    record = {"benchmark": "cost-breakdown", "machine": machine.machine_info(),
-              "device": machine.device_info(), "versions": machine.versions(),
-              "source": machine.source_state(), "load": machine.load(),
-              "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "cases": cases}
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / (f"cost-{machine.default_machine_id()}-"
-                       f"{time.strftime('%Y-%m-%dT%H%M%S')}.json")
-    path.write_text(json.dumps(record, indent=1, default=repr))
-    print(f"wrote {path}")
+    machine.write_record("cost-breakdown", "cost", args.out, cases=cases)
     return 0
 
 

@@ -8,11 +8,13 @@ None off Linux.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import platform
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -201,3 +203,17 @@ def tune_allocator() -> Optional[bool]:
     import svtjax
 
     return bool(svtjax.tune_allocator())
+
+
+def write_record(benchmark: str, prefix: str, out: Path, **fields) -> Path:
+    """Writes ``out/<prefix>-<machine id>-<time>.json``: the benchmark's ``fields`` with this
+    machine, device, versions, source state, load and time; prints and returns the path."""
+    record = {"benchmark": benchmark, "machine": machine_info(), "device": device_info(),
+              "versions": versions(), "source": source_state(), "load": load(),
+              "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **fields}
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{prefix}-{default_machine_id()}-{time.strftime('%Y-%m-%dT%H%M%S')}.json"
+    path.write_text(json.dumps(record, indent=1, default=repr))
+    print(f"wrote {path}")
+    return path
