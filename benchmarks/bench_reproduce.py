@@ -2,9 +2,12 @@
 (issue 15: the whole ``reproduce all --paper`` on the 2-core CPU under 15 minutes with an empty
 compilation cache, under 5 with a warm one).
 
-Each experiment runs in its own subprocess (a fresh JAX process, as ``svtjax reproduce all``
-would be run by a user) from the repository root, so ``svtjax reproduce`` finds
-``experiments/`` beside the package source. ``--cache cold`` points the persistent compilation
+What is timed is the user's command, ``python -m svtjax.cli reproduce all --MODE --jobs N``, from
+the repository root (so ``svtjax reproduce`` finds ``experiments/`` beside the package source):
+with ``--jobs`` above 1 (default: the CPU count, as the command's own default) it runs the
+experiments N at a time, each in its own process, and the per-experiment wall times are read
+from its "exit ... after ... s" lines; ``--jobs 1`` (or ``--only``) runs each experiment in its
+own subprocess, one after another. ``--cache cold`` points the persistent compilation
 cache at a new empty directory (``SVTJAX_CACHE_DIR``) shared by the experiments of this run;
 ``--cache warm`` runs twice into one directory and records the second pass; ``--cache user``
 leaves the user's cache as it is. The load average at the start and end of each experiment is
@@ -12,7 +15,7 @@ recorded beside its wall time: timings taken on a shared machine are not compara
 idle one. Writes ``benchmarks/results/reproduce-<machine>-<UTC time>.json``.
 
     python benchmarks/bench_reproduce.py [--mode paper|quick] [--cache cold|warm|user]
-                                         [--out DIR] [--only NAME ...]
+                                         [--jobs N] [--out DIR] [--only NAME ...]
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import datetime as _dt
 import json
 import os
 import platform
+import re
 import socket
 import subprocess
 import sys
@@ -66,6 +70,32 @@ def _run_all(names, mode, out, env) -> list[dict]:
     return rows
 
 
+_DONE = re.compile(r"^== svtjax reproduce (\S+) .*: exit (\d+) after (\d+) s$")
+
+
+def _run_jobs(names, mode, out, env, jobs) -> tuple[list[dict], float]:
+    """``svtjax reproduce all --MODE --jobs N`` as one command: (per-experiment rows, wall s)."""
+    cmd = [sys.executable, "-m", "svtjax.cli", "reproduce", "all", f"--{mode}", "--out", out,
+           "--jobs", str(jobs)]
+    print(f"[reproduce] {' '.join(cmd[2:])}", flush=True)
+    load_start = load()
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
+    seconds = time.perf_counter() - t0
+    rows = []
+    for line in proc.stdout.splitlines():
+        m = _DONE.match(line.strip())
+        if m:
+            rows.append({"experiment": m[1], "seconds": float(m[3]), "returncode": int(m[2]),
+                         "tail": [], "load_start": load_start, "load_end": None})
+    found = {r["experiment"] for r in rows}
+    rows += [{"experiment": n, "seconds": float("nan"), "returncode": proc.returncode or -1,
+              "tail": (proc.stdout + proc.stderr).strip().splitlines()[-3:],
+              "load_start": load_start, "load_end": None} for n in names if n not in found]
+    print(f"[reproduce] all: {seconds:.0f} s, exit {proc.returncode}", flush=True)
+    return rows, seconds
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--mode", choices=("paper", "quick"), default="paper")
@@ -75,6 +105,8 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=None, help="experiments' output root (default: a "
                    "temporary directory)")
     p.add_argument("--only", nargs="+", help="experiments to time (default: all)")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                   help="experiments at once (the command's --jobs; default: the CPU count)")
     p.add_argument("--machine", default=None, help="machine id in the file name")
     p.add_argument("--results", type=Path, default=HERE / "results")
     args = p.parse_args(argv)
@@ -89,14 +121,20 @@ def main(argv=None) -> int:
         out = args.out or os.path.join(tmp, "out")
         if args.cache != "user":
             env["SVTJAX_CACHE_DIR"] = os.path.join(tmp, "jax-cache")
+        jobs = 1 if args.only else max(1, args.jobs)
+
+        def run_pass(where):
+            if jobs > 1:
+                return _run_jobs(names, args.mode, where, env, jobs)
+            t0 = time.perf_counter()
+            return _run_all(names, args.mode, where, env), time.perf_counter() - t0
+
         warmup = None
         if args.cache == "warm":
-            print("[reproduce] warm-up pass (not recorded)", flush=True)
-            warmup = _run_all(names, args.mode, os.path.join(tmp, "warmup"), env)
-        t_all = time.perf_counter()
+            print("[reproduce] warm-up pass (recorded as warmup_seconds)", flush=True)
+            _, warmup = run_pass(os.path.join(tmp, "warmup"))
         load_start = load()
-        rows = _run_all(names, args.mode, out, env)
-        total = time.perf_counter() - t_all
+        rows, total = run_pass(out)
         load_end = load()
     machine = args.machine or socket.gethostname()
     now = _dt.datetime.now(_dt.timezone.utc)
@@ -107,7 +145,9 @@ def main(argv=None) -> int:
                     "logical_cores": os.cpu_count(), "platform": platform.platform()},
         "load_average": {"start": load_start, "end": load_end},
         "experiments": rows, "total_seconds": total,
-        "warmup_seconds": None if warmup is None else sum(r["seconds"] for r in warmup),
+        "jobs": jobs,
+        # wall time of the first pass of --cache warm (an empty cache: the cold run)
+        "warmup_seconds": warmup,
         "all_succeeded": all(r["returncode"] == 0 for r in rows),
         "note": "load averages are recorded per experiment; a loaded (shared) machine makes "
                 "these times longer than on an idle one",

@@ -422,8 +422,14 @@ def reproduce_md(results_dir: Path) -> list:
             f"{rec['created']}) on `{m['machine_id']}` ({m['cpu_model']}, "
             f"{m['logical_cores']} logical cores); load average at start "
             f"{rec['load_average'].get('start')}, end {rec['load_average'].get('end')}.", "",
-            f"Total wall time of every experiment in `--{rec['mode']}` mode: **{total:.0f} s "
-            f"({total / 60:.1f} min)**"
+            f"Total wall time of every experiment in `--{rec['mode']}` mode"
+            + (f" (`--jobs {rec['jobs']}`: {rec['jobs']} experiments at a time, each in its "
+               "own process)" if rec.get("jobs", 1) > 1 else "")
+            + f", {'warm' if rec.get('cache') == 'warm' else rec.get('cache') or 'user'} "
+            f"compilation cache: **{total:.0f} s ({total / 60:.1f} min)**"
+            + (f"; the same command with an empty cache (the warm-up pass): "
+               f"**{rec['warmup_seconds']:.0f} s ({rec['warmup_seconds'] / 60:.1f} min)**"
+               if rec.get("warmup_seconds") else "")
             + ("." if rec["all_succeeded"] else "; some experiments failed (exit status below)."),
             "", "| experiment | wall s | exit status |", "|---|---|---|"]
     out += [f"| {r['experiment']} | {r['seconds']:.0f} | {r['returncode']} |"

@@ -41,9 +41,14 @@ def _rotl(x: Array, d: int) -> Array:
     return (x << np.uint32(d)) | (x >> np.uint32(32 - d))
 
 
+@jax.jit
 def threefry2x32(k1: Array, k2: Array, x0: Array, x1: Array) -> tuple[Array, Array]:
     """Threefry-2x32 with 20 rounds on uint32 arrays (broadcasting), unrolled; the function of
-    ``jax._src.random.threefry2x32``'s primitive."""
+    ``jax._src.random.threefry2x32``'s primitive.
+
+    Jitted so that a kernel traces its ~130 integer operations once per argument shape and
+    process, not at every call site (a kernel calls it for every stream, level and block
+    transform): XLA inlines the call before fusing, so the compiled kernel is the same."""
     ks = (k1, k2, k1 ^ k2 ^ _PARITY)
     x0 = x0 + ks[0]
     x1 = x1 + ks[1]

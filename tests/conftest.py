@@ -13,6 +13,10 @@ jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_numpy_dtype_promotion", "standard")
 
 
+CACHE_DIR = None
+"""The tests' compilation cache directory, or None when it is off (see :func:`subprocess_env`)."""
+
+
 def _compilation_cache() -> None:
     """Compiled kernels persist between test runs (JAX's persistent compilation cache, keyed by
     the computation, the jax/jaxlib version and the compile options, so a stale entry is never
@@ -24,13 +28,31 @@ def _compilation_cache() -> None:
         return
     from svtjax._cache import default_cache_dir, enable_compilation_cache
 
+    global CACHE_DIR
     try:
-        enable_compilation_cache(directory or default_cache_dir().parent / "xla-tests")
+        CACHE_DIR = enable_compilation_cache(directory or
+                                             default_cache_dir().parent / "xla-tests")
     except OSError:  # an unwritable home: the tests run, compiling everything
         pass
 
 
 _compilation_cache()
+
+
+def subprocess_env(base=None, **extra) -> dict:
+    """The environment for a test's Python subprocess: ``base`` (default ``os.environ``) with
+    the tests' compilation cache, both for the command line (``SVTJAX_CACHE_DIR``) and for plain
+    ``jax`` code (``JAX_COMPILATION_CACHE_DIR``, every compilation cached), so that a subprocess
+    does not recompile what the suite compiled before; with the cache off, ``SVTJAX_NO_CACHE``."""
+    env = dict(os.environ if base is None else base, JAX_PLATFORMS="cpu", **extra)
+    if CACHE_DIR is None:
+        env["SVTJAX_NO_CACHE"] = "1"
+        return env
+    env.pop("SVTJAX_NO_CACHE", None)
+    env.update(SVTJAX_CACHE_DIR=CACHE_DIR, JAX_COMPILATION_CACHE_DIR=CACHE_DIR,
+               JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+               JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0")
+    return env
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from scipy import stats
 
 import svtjax
 from svtjax import audit as A
+from tests.conftest import subprocess_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -516,8 +517,7 @@ def test_result_json_fields():
 # =============================================================================================
 
 def _run_cli(args, tmp_path):
-    env = dict(os.environ, JAX_PLATFORMS="cpu", SVTJAX_CACHE_DIR=str(tmp_path / "xla"),
-               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = subprocess_env(PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True,
                           env=env, cwd=ROOT, timeout=300)
 

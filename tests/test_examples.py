@@ -3,7 +3,6 @@ registered mechanism runs, with no edit to ``svtjax/``: the testing harness agai
 reference, ``simulate``, a sweep TOML that imports it as a plugin, and ``svtjax audit``."""
 
 import json
-import os
 import pathlib
 import subprocess
 import sys
@@ -12,6 +11,7 @@ import numpy as np
 
 import svtjax
 from svtjax import _plugins, sweep, testing
+from tests.conftest import subprocess_env
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
 NAME = "example-rising-svt"
@@ -51,7 +51,7 @@ def test_example_sweep_toml_imports_the_plugin(tmp_path):
 
 
 def test_example_audit_from_the_command_line():
-    env = dict(os.environ, JAX_PLATFORMS="cpu", SVTJAX_NO_CACHE="1")
+    env = subprocess_env()
     out = subprocess.run(
         [sys.executable, "-m", "svtjax.cli", "audit", NAME, "--plugin",
          str(EXAMPLES / "rising_svt.py"), "--epsilon", "1", "--seconds", "4", "--json"],

@@ -87,8 +87,10 @@ def _fake_experiments(tmp_path, monkeypatch, codes):
     (folder / "__init__.py").write_text((ROOT / "experiments" / "__init__.py").read_text())
     for name, code in codes.items():
         (folder / f"{name}.py").write_text(
-            f'"""Fake experiment {name}."""\nCALLS = []\n\n\ndef main(argv):\n'
-            f"    CALLS.append(list(argv))\n    return {code}\n")
+            f'"""Fake experiment {name}."""\nimport json, pathlib\nCALLS = []\n\n\n'
+            f"def main(argv):\n    CALLS.append(list(argv))\n"
+            f"    pathlib.Path(__file__).with_suffix('.argv').write_text(json.dumps(argv))\n"
+            f"    print('fake {name} ran')\n    return {code}\n")
     for mod in [m for m in sys.modules if m == "experiments" or m.startswith("experiments.")]:
         monkeypatch.delitem(sys.modules, mod)
     monkeypatch.setenv(cli.EXPERIMENTS_ENV, str(folder))
@@ -103,7 +105,7 @@ def test_reproduce_all_passes_options_to_every_experiment(monkeypatch, tmp_path,
     calls = sys.modules["experiments.fake_a"].CALLS
     assert calls == [["--quick", "--trials", "7", "--out", out, "--datasets", "zipf"]]
     calls.clear()
-    assert cli.main(["reproduce", "all", "--paper", "--out", str(tmp_path)]) == 1
+    assert cli.main(["reproduce", "all", "--paper", "--out", str(tmp_path), "--jobs", "1"]) == 1
     assert calls == [["--paper", "--out", str(tmp_path / "fake_a")]]
     assert sys.modules["experiments.fake_b"].CALLS == [["--paper", "--out",
                                                         str(tmp_path / "fake_b")]]
@@ -113,6 +115,31 @@ def test_reproduce_all_passes_options_to_every_experiment(monkeypatch, tmp_path,
     assert cli.main(["list"]) == 0
     out = capsys.readouterr().out
     assert "fake_a" in out and "Fake experiment fake_b." in out
+
+
+def test_reproduce_all_in_parallel_processes(monkeypatch, tmp_path, capsys):
+    """``--jobs 2`` (the default on a 2-core CPU) runs every experiment in its own process with
+    the same options, prints each one's output whole, and reports the failed ones."""
+    import json
+
+    folder = _fake_experiments(tmp_path, monkeypatch, {"fake_a": 0, "fake_b": 3, "fake_c": 0})
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["reproduce", "all", "--quick", "--out", str(tmp_path / "o"),
+                     "--jobs", "2"]) == 1
+    for name in ("fake_a", "fake_b", "fake_c"):
+        argv = json.loads((folder / f"{name}.argv").read_text())
+        assert argv == ["--quick", "--out", str(tmp_path / "o" / name)]
+    captured = capsys.readouterr()
+    assert "3 experiments, 2 at a time" in captured.out
+    for name in ("fake_a", "fake_b", "fake_c"):
+        assert f"fake {name} ran" in captured.out
+    assert "reproduce fake_b --quick" in captured.out and "exit 3" in captured.out
+    assert "failed: fake_b" in captured.err and "fake_a" not in captured.err
+    # --jobs is for `all`, and counts from 1
+    assert cli.main(["reproduce", "fake_a", "--jobs", "2"]) == 2
+    assert cli.main(["reproduce", "all", "--jobs", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "--jobs applies to reproduce all" in err and "--jobs must be an integer from 1" in err
 
 
 @pytest.mark.parametrize("trials", ["0", "-5"])

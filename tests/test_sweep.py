@@ -16,6 +16,7 @@ import pytest
 
 import svtjax
 from svtjax import sweep
+from tests.conftest import subprocess_env
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 N = 300  # a stream length no other test file uses
@@ -48,7 +49,7 @@ def _stats(rows):
 
 
 def _env(**extra):
-    env = dict(os.environ, JAX_PLATFORMS="cpu", SVTJAX_NO_CACHE="1", **extra)
+    env = subprocess_env(**extra)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
     return env
 
