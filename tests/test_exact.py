@@ -106,7 +106,8 @@ def test_random_order_inner_sum_against_full_poisson_binomial():
     c = 5
     configs = [(rng.normal(0, 100, 300), 1.0), (rng.normal(0, 100, 300), 30.0),
                (rng.normal(0, 3, 300), 30.0), (np.r_[np.full(40, 50.0), -rng.uniform(0, 5, 260)],
-                                               1.0)]
+                                               1.0),
+               (-rng.uniform(5, 30, 300), 1.0)]  # μ ≈ 0.5: the "every item evaluated" branch
     for d, scale in configs:
         qn = svtjax.noise.Laplace(scale)
         out = _laws.random_order(jnp.zeros(1), jnp.ones(1), jnp.asarray(d), qn, states=c,
@@ -120,6 +121,52 @@ def test_random_order_inner_sum_against_full_poisson_binomial():
                 law[0] *= 1 - pj
             g = np.minimum(1.0, c / (np.arange(d.size) + 1.0))
             assert abs(float(out.evaluated[i]) - law @ g) < 1e-13, (scale, i)
+
+
+def _regimes(mu, c, chunk):
+    """Chunks (of the nodes sorted by μ, largest first) in each branch of random_order."""
+    mu = -np.sort(-mu)
+    log_tail = math.log(_laws.TAIL / (c - 1))
+    high = (mu > c) & (-(mu - c) ** 2 / (2 * np.maximum(mu - 1, 1e-30)) <= log_tail)
+    with np.errstate(divide="ignore"):
+        low = (mu < c) & (c * np.log(np.e * mu / c) - mu <= math.log(_laws.TAIL))
+    num = -(-mu.size // chunk)
+    pad = num * chunk - mu.size
+    high = np.r_[high, np.repeat(high[-1], pad)].reshape(num, chunk).all(1)
+    low = np.r_[low, np.repeat(low[-1], pad)].reshape(num, chunk).all(1)
+    return int(high.sum()), int(low.sum()), int(num - high.sum() - low.sum())
+
+
+@pytest.mark.parametrize("shuffle", [False, True], ids=["fixed", "random"])
+def test_skipped_work_changes_nothing(shuffle):
+    """The skips (fixed order: positions after every node of a chunk has halted; random order:
+    the first sum where a Chernoff bound makes it < 1e-30, the inverse means where every item is
+    evaluated) agree with the recursions that skip nothing (tail = 0) to 1e-13, on a rule whose
+    chunks of 8 nodes fall in every branch (checked), node by node."""
+    q = _zipf(500)
+    c = 25
+    t = svtjax.datasets.lyu_threshold(q, c)
+    mech = svtjax.get("svt-s", epsilon=0.5, c=c)
+    from svtjax.exact._adapter import law as threshold_law
+    law = threshold_law(mech)
+    rule = exact.quadrature(mech, q, t)
+    z = jnp.asarray(rule.nodes + float(np.asarray(law.shift)))
+    w = jnp.eye(z.shape[0])  # one column per node: every node's values, not only their integral
+    d = jnp.asarray(q - t)
+    if shuffle:
+        mu = np.asarray(_laws._node_means(z, d, law.query_noise, 64))
+        assert min(_regimes(mu, c, 8)) >= 1, _regimes(mu, c, 8)
+    kernel = _laws.random_order if shuffle else _laws.fixed_order
+    kw = dict(states=c, c_mech=c, c_eff=c, max_chunk=8)
+    fast = kernel(z, w, d, law.query_noise, **kw)
+    slow = kernel(z, w, d, law.query_noise, tail=0.0, **kw)
+    for field in ("top", "member", "evaluated", "count", "halted"):
+        a, b = getattr(fast, field), getattr(slow, field)
+        if a is not None:
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=0, atol=1e-13,
+                                       err_msg=field)
+    if not shuffle:  # many nodes halt within the first blocks: the skip did happen
+        assert float(jnp.mean(fast.evaluated[-1] < 1e-30)) > 0.2
 
 
 # -- 2. quadrature accuracy: twice the nodes changes no reported number by more than 1e-9 -----

@@ -13,6 +13,7 @@ loop: ρ once, ν_i per query, halt after c ⊤) and Algorithm 2 line 5 (ρ redr
 from __future__ import annotations
 
 import functools
+import math
 from typing import NamedTuple, Optional
 
 import jax
@@ -27,6 +28,13 @@ __all__ = ["ItemLaw", "fixed_order", "random_order", "resample_fixed_order",
 
 _BLOCK = 128  # positions per checkpoint block of the random-order recursions
 _CHUNK_BYTES = 48 * 2**20  # working memory per chunk of quadrature nodes
+UNROLL = 1
+MAX_CHUNK = 256
+TAIL = 1e-30
+"""Probability below which a block of work is skipped: the fixed-order recursion stops reading
+once every node's P(not halted) is below it, and the random-order recursion drops the part of
+E[min(1, c/(M+1))] that lives on {M < c} once a Chernoff bound puts it below it. Either way no
+reported probability moves by more than ``TAIL`` times the stream length."""
 
 
 class ItemLaw(NamedTuple):
@@ -66,11 +74,12 @@ def _shift_up(D):
 # -- fixed order ----------------------------------------------------------------------------
 
 
-def _node_chunks(G: int, per_node_bytes: int) -> int:
-    """Nodes per chunk so that a chunk's working memory stays near :data:`_CHUNK_BYTES`."""
+def _node_chunks(G: int, per_node_bytes: int, max_chunk: Optional[int] = None) -> int:
+    """Nodes per chunk so that a chunk's working memory stays near :data:`_CHUNK_BYTES`, at
+    most ``max_chunk`` (default :data:`MAX_CHUNK`)."""
     size = max(1, _CHUNK_BYTES // max(per_node_bytes, 1))
     size = 1 << (size.bit_length() - 1)
-    return int(min(size, 512, max(G, 1)))
+    return int(min(size, max_chunk or MAX_CHUNK, max(G, 1)))
 
 
 def _per_node(query: Optional[Noise], G: int):
@@ -82,13 +91,42 @@ def _per_node(query: Optional[Noise], G: int):
     return jnp.broadcast_to(jnp.asarray(scale), (G,))
 
 
-def _map_chunks(fn, z, W, query, chunk: int):
-    """Σ over chunks of nodes of ``fn(z_chunk, W_chunk, query_chunk)``; padding nodes have
-    weight 0. ``query_chunk`` carries the chunk's per-node scales."""
+def _node_means(z, d, query, chunk: int):
+    """μ(z) = Σ_i p_i(z), the expected number of passing items at every node (float[G]),
+    computed ``chunk`` nodes at a time."""
     G = z.shape[0]
     num = -(-G // chunk)
     pad = num * chunk - G
     scale = _per_node(query, G)
+
+    def one(args):
+        zc, sc = args
+        qc = query if sc is None else jax.tree_util.tree_map(lambda _: sc, query)
+        return jnp.sum(jax.vmap(lambda di: _pass_fail(qc, zc, di)[0])(d), axis=0)
+
+    zs = jnp.concatenate([z, jnp.full((pad,), z[-1], z.dtype)]).reshape(num, chunk)
+    ss = None if scale is None else \
+        jnp.concatenate([scale, jnp.ones((pad,), scale.dtype)]).reshape(num, chunk)
+    return lax.map(one, (zs, ss)).reshape(-1)[:G]
+
+
+def _map_chunks(fn, z, W, query, chunk: int, d=None):
+    """Σ over chunks of nodes of ``fn(z_chunk, W_chunk, query_chunk)``; padding nodes have
+    weight 0. ``query_chunk`` carries the chunk's per-node scales.
+
+    With the offsets ``d``, the nodes are first sorted by μ(z) = Σ_i p_i(z), largest first, so
+    that a chunk holds nodes of one regime (runs that halt early, or where the count rarely
+    stays below c) and the kernels' skips apply to whole chunks. The sums do not depend on the
+    order of the nodes (up to rounding); the order is a constant under differentiation.
+    """
+    G = z.shape[0]
+    num = -(-G // chunk)
+    pad = num * chunk - G
+    scale = _per_node(query, G)
+    if d is not None and G > chunk:
+        order = jnp.argsort(-lax.stop_gradient(_node_means(z, d, query, chunk)))
+        z, W = z[order], W[order]
+        scale = None if scale is None else scale[order]
 
     def split(x, fill):
         x = jnp.concatenate([x, jnp.full((pad,) + x.shape[1:], fill, x.dtype)])
@@ -115,13 +153,37 @@ def _law(top, member, evaluated, count, halted, squeeze: bool) -> "ItemLaw":
     return ItemLaw(top, member, evaluated, count, halted)
 
 
-@functools.partial(jax.jit, static_argnames=("states", "c_mech", "c_eff"))
-def fixed_order(z, wz, d, query, *, states: int, c_mech: Optional[int], c_eff: int) -> ItemLaw:
+def _blocked(d, nb: int):
+    """``d`` padded to ``nb`` blocks of :data:`_BLOCK` positions, and which entries are items
+    (padding items never pass: p = 0, 1 − p = 1, so they change no count)."""
+    n = d.shape[0]
+    pad = nb * _BLOCK - n
+    d_pad = jnp.concatenate([d, jnp.zeros((pad,), d.dtype)]).reshape(nb, _BLOCK)
+    valid = (jnp.arange(nb * _BLOCK) < n).reshape(nb, _BLOCK)
+    return d_pad, valid
+
+
+def _block_pass_fail(query, z, d_blk, ok):
+    """(p, 1 − p) of a block of positions at every node: [B, G] each, padding never passing."""
+    P, Q = jax.vmap(lambda di: _pass_fail(query, z, di))(d_blk)
+    return jnp.where(ok[:, None], P, 0), jnp.where(ok[:, None], Q, 1)
+
+
+@functools.partial(jax.jit, static_argnames=("states", "c_mech", "c_eff", "tail", "max_chunk"))
+def fixed_order(z, wz, d, query, *, states: int, c_mech: Optional[int], c_eff: int,
+                tail: float = TAIL, max_chunk: Optional[int] = None) -> ItemLaw:
     """Forward recursion over positions carrying the distribution of the ⊤ count.
 
     For each node z the carry is the law of the ⊤ count so far, k < ``states`` (mass reaching c
     has halted: absorbing); position i is evaluated with probability P(count < c) and answers ⊤
-    with p_i(z) times that; a ⊤ moves mass from k to k + 1. Cost O(G · n · c).
+    with p_i(z) times that; a ⊤ moves mass from k to k + 1. Cost O(G · n · c) at most.
+
+    The positions are read in blocks of :data:`_BLOCK`; a block is skipped once every node of
+    the chunk has P(not halted) ≤ ``tail`` (with a cut-off): every probability the skipped
+    positions would add is below that, and the count law moves by at most that much. Runs at
+    nodes where most items pass halt after a few hundred positions, so a long stream is mostly
+    skipped (``tail = 0`` reads every position). The skip is a ``lax.cond`` inside a scan with a
+    fixed trip count, so the law stays differentiable in reverse mode.
 
     Args:
       z: float[G] quadrature nodes.
@@ -132,30 +194,49 @@ def fixed_order(z, wz, d, query, *, states: int, c_mech: Optional[int], c_eff: i
       states: count states carried (c_mech, or c_eff without a cut-off).
       c_mech: the mechanism's cut-off (= ``states``), None for none.
       c_eff: the cut-off of the answer set a metric scores (≤ states).
+      tail: the not-halted probability below which positions are skipped (static).
+      max_chunk: nodes per chunk at most (static; default :data:`MAX_CHUNK`).
     """
     n = d.shape[0]
+    dtype = z.dtype
     W, squeeze = _weights(wz)
-    chunk = _node_chunks(z.shape[0], 2 * n * jnp.dtype(z.dtype).itemsize)
+    chunk = _node_chunks(z.shape[0], (4 * _BLOCK + 2 * states) * jnp.dtype(dtype).itemsize,
+                         max_chunk)
+    nb = -(-n // _BLOCK)
+    d_blocks, valid = _blocked(d, nb)
+    rows = 3 if c_mech is not None else 2
 
     def one_chunk(zc, wc, qc):
-        P, Q = jax.vmap(lambda di: _pass_fail(qc, zc, di))(d)  # [n, chunk]
         # The carry is the distribution function F[k] = P(count ≤ k, not halted): the same
         # update as the probabilities (a ⊤ moves mass up one count), and P(not halted) is its
         # last entry, so no sum per step.
-        F0 = jnp.ones((states, zc.shape[0]), zc.dtype)
+        F0 = jnp.ones((states, zc.shape[0]), dtype)
 
         def step(F, pq):
             p, q = pq
             alive = F[-1]  # not halted (c_mech) / fewer than c_eff ⊤ (no cut-off)
             alive_eff = F[c_eff - 1]
-            rows = [p * alive, p * alive_eff, alive] if c_mech is not None else \
-                [p, p * alive_eff]
-            return F * q + _shift_up(F) * p, jnp.stack(rows) @ wc
+            out = [p * alive, p * alive_eff, alive] if c_mech is not None else [p, p * alive_eff]
+            return F * q + _shift_up(F) * p, jnp.stack(out)
 
-        F, out = lax.scan(step, F0, (P, Q))
-        return out, (F - _shift_up(F)) @ wc
+        def read(F, blk):
+            d_blk, ok = blk
+            P, Q = _block_pass_fail(qc, zc, d_blk, ok)
+            F, out = lax.scan(step, F, (P, Q), unroll=UNROLL)  # out: [BLOCK, rows, chunk]
+            return F, out @ wc  # integrated over the chunk's nodes once per block
 
-    out, count = _map_chunks(one_chunk, z, W, query, chunk)  # [n, rows, L], [states, L]
+        def skip(F, blk):
+            return F, jnp.zeros((_BLOCK, rows, wc.shape[1]), dtype)
+
+        def block(F, blk):
+            if c_mech is None or tail <= 0:
+                return read(F, blk)
+            return lax.cond(jnp.max(F[-1]) > tail, read, skip, F, blk)
+
+        F, out = lax.scan(block, F0, (d_blocks, valid))
+        return out.reshape((nb * _BLOCK,) + out.shape[2:])[:n], (F - _shift_up(F)) @ wc
+
+    out, count = _map_chunks(one_chunk, z, W, query, chunk, d)  # [n, rows, L], [states, L]
     total = jnp.sum(W, axis=0)
     count = jnp.concatenate([count, (total - jnp.sum(count, axis=0))[None]])
     if c_mech is None:
@@ -252,13 +333,22 @@ def _inverse_mean_nodes(mu, dtype, laguerre: bool):
             jnp.broadcast_to(weight, y.shape).reshape(shape), jnp.zeros_like(s).reshape(shape))
 
 
-def _inverse_means(Pb, Qb, mu, dtype, laguerre: bool):
-    """E[1/(M_{−i}+1)] given z for every item: [nb, BLOCK, G] (see :func:`random_order`)."""
+def _inverse_means(Pb, Qb, mu, dtype, laguerre: bool, grouped: bool = False):
+    """E[1/(M_{−i}+1)] given z for every item: [nb, BLOCK, G] (see :func:`random_order`).
+
+    ``grouped``: log F is summed as one log per block of the product of its factors, 1/128 of
+    the logarithms. Only where every factor 1 − p_j s_t is bounded away from 0 (the caller's
+    μ ≥ 139, so s_t ≤ 51.7/139 and each factor ≥ 0.62, a block's product ≥ 1e-27): the product
+    then neither underflows nor loses more than 128 roundings (relative 3e-14).
+    """
     s, oms, weight, log_factor = _inverse_mean_nodes(mu, dtype, laguerre)
 
     def log_block(acc, pq):  # log F(s_t) = Σ_j log(1 − p_j s_t), block by block
         p, q = pq
-        return acc + jnp.sum(jnp.log(q[:, None] + p[:, None] * oms[None]), axis=0), None
+        factors = q[:, None] + p[:, None] * oms[None]
+        if grouped:
+            return acc + jnp.log(jnp.prod(factors, axis=0)), None
+        return acc + jnp.sum(jnp.log(factors), axis=0), None
 
     logF, _ = lax.scan(log_block, jnp.zeros_like(s), (Pb, Qb))
     A = weight * jnp.exp(log_factor + logF)  # Σ_t A_t / (1 − p_i s_t) = E[1/(M_{−i} + 1)]
@@ -270,9 +360,9 @@ def _inverse_means(Pb, Qb, mu, dtype, laguerre: bool):
     return lax.scan(inv_block, None, (Pb, Qb))[1]
 
 
-@functools.partial(jax.jit, static_argnames=("states", "c_mech", "c_eff"))
-def random_order(z, wz, d, query, *, states: int, c_mech: Optional[int], c_eff: int
-                 ) -> ItemLaw:
+@functools.partial(jax.jit, static_argnames=("states", "c_mech", "c_eff", "tail", "max_chunk"))
+def random_order(z, wz, d, query, *, states: int, c_mech: Optional[int], c_eff: int,
+                 tail: float = TAIL, max_chunk: Optional[int] = None) -> ItemLaw:
     """Each trial visits the items in a fresh uniform order (``shuffle=True``).
 
     Given ρ = z let M_{−i} be the number of items other than i that pass, a Poisson-binomial
@@ -298,6 +388,17 @@ def random_order(z, wz, d, query, *, states: int, c_mech: Optional[int], c_eff: 
 
     The terms of the split are at most c in size and the result is in [0, 1], so rounding
     costs at most ~c · 1e-16. Cost O(G · n · (c + 16)) (O(G · n · (c + 72)) where μ < 40).
+
+    Where the count rarely stays below c the first sum is negligible and is skipped: it is at
+    most (c − 1) · P(M_{−i} ≤ c − 1), and the Chernoff bound for a sum of independent Bernoulli
+    variables, P(M ≤ ν − t) ≤ exp(−t² / (2ν)) with ν = E[M_{−i}] ≥ μ − 1, bounds that by
+    ``tail`` (the count law below c is then below ``tail`` too, and is reported as 0). A chunk of
+    nodes (sorted by μ, :func:`_map_chunks`) takes the cheap path only when the bound holds at
+    every node of it; with small ε most nodes have μ in the thousands (every item near the
+    threshold passes half the time), so most of the work is skipped. At the other end, where
+    P(M ≥ min k) ≤ e^{−μ} (e μ / k)^k ≤ ``tail`` (Chernoff's upper tail; M_{−i} ≤ M), every item
+    is evaluated and E[g_k] = 1 within ``tail``: only the forward recursion (for the count law)
+    runs. ``tail = 0`` never skips; ``max_chunk`` (static) caps the nodes per chunk.
     """
     n = d.shape[0]
     dtype = z.dtype
@@ -313,21 +414,13 @@ def random_order(z, wz, d, query, *, states: int, c_mech: Optional[int], c_eff: 
     terminal = jnp.stack([jnp.where(a_idx < k, 1 - k / (a_idx + 1), 0) for k in ks])
     itemsize = jnp.dtype(dtype).itemsize
     chunk = _node_chunks(z.shape[0], itemsize * (3 * n_pad + (nb + _BLOCK + 2) * states
-                                                 + 4 * _BLOCK * SUM_EDGES.size * SUM_ORDER))
+                                                 + 4 * _BLOCK * SUM_EDGES.size * SUM_ORDER),
+                         max_chunk)
     W, squeeze = _weights(wz)
 
-    def one_chunk(zc, wc, qc):
-        P, Q = jax.vmap(lambda di: _pass_fail(qc, zc, di))(d_pad)  # [n_pad, chunk]
-        P = jnp.where(valid[:, None], P, 0)
-        Q = jnp.where(valid[:, None], Q, 1)
-        mu = jnp.sum(P, axis=0)
-        Pb, Qb = P.reshape(nb, _BLOCK, -1), Q.reshape(nb, _BLOCK, -1)
-        # Nodes are sorted by z and μ(z) decreases in z, so a chunk is almost always in one
-        # regime: the cheap Gauss–Laguerre rule runs whenever it is exact for every node.
-        e_inv = lax.cond(jnp.all(mu >= LAGUERRE_FROM),
-                         lambda pb, qb: _inverse_means(pb, qb, mu, dtype, True),
-                         lambda pb, qb: _inverse_means(pb, qb, mu, dtype, False), Pb, Qb)
-
+    def count_law(Pb, Qb):
+        """The law of the ⊤ count over all items (below ``states``), and the law before each
+        block (the checkpoints of the backward pass)."""
         def fwd_block(pre, pq_blk):
             def step(pre, pq):
                 p, q = pq
@@ -335,8 +428,17 @@ def random_order(z, wz, d, query, *, states: int, c_mech: Optional[int], c_eff: 
 
             return lax.scan(step, pre, pq_blk)[0], pre
 
-        pre0 = jnp.zeros((states, zc.shape[0]), dtype).at[0].set(1.0)
-        full, starts = lax.scan(fwd_block, pre0, (Pb, Qb))
+        pre0 = jnp.zeros((states, Pb.shape[-1]), dtype).at[0].set(1.0)
+        return lax.scan(fwd_block, pre0, (Pb, Qb))
+
+    def full_chunk(Pb, Qb, mu, wc):
+        # Nodes are sorted by z and μ(z) decreases in z, so a chunk is almost always in one
+        # regime: the cheap Gauss–Laguerre rule runs whenever it is exact for every node.
+        e_inv = lax.cond(jnp.all(mu >= LAGUERRE_FROM),
+                         lambda pb, qb: _inverse_means(pb, qb, mu, dtype, True),
+                         lambda pb, qb: _inverse_means(pb, qb, mu, dtype, False), Pb, Qb)
+
+        full, starts = count_law(Pb, Qb)
 
         def bwd_block(V, blk):
             start, p_blk, q_blk, inv_blk = blk
@@ -352,16 +454,52 @@ def random_order(z, wz, d, query, *, states: int, c_mech: Optional[int], c_eff: 
                 e_g = jnp.sum(pre[None] * V, axis=1) + ks_arr[:, None] * inv[None]
                 V = V * q + jnp.concatenate([V[:, 1:], jnp.zeros_like(V[:, :1])], axis=1) * p
                 evaluated = e_g[0] if c_mech is not None else jnp.ones_like(p)
-                out = jnp.stack([p * evaluated, p * e_g[-1], evaluated]) @ wc
-                return V, out
+                return V, jnp.stack([p * evaluated, p * e_g[-1], evaluated])
 
-            return lax.scan(bwd_step, V, (pres, p_blk, q_blk, inv_blk), reverse=True)
+            V, out = lax.scan(bwd_step, V, (pres, p_blk, q_blk, inv_blk), reverse=True)
+            return V, out @ wc  # integrated over the chunk's nodes once per block
 
-        V0 = jnp.broadcast_to(terminal[:, :, None], (len(ks), states, zc.shape[0])).astype(dtype)
+        V0 = jnp.broadcast_to(terminal[:, :, None], (len(ks), states, mu.shape[0])).astype(dtype)
         _, outs = lax.scan(bwd_block, V0, (starts, Pb, Qb, e_inv), reverse=True)
         return outs.reshape((n_pad,) + outs.shape[2:])[:n], full @ wc
 
-    out, count = _map_chunks(one_chunk, z, W, query, chunk)
+    def cheap_chunk(Pb, Qb, mu, wc):
+        # Every node has P(M_{−i} ≤ max(ks) − 1) ≤ tail / c: E[g_k(M_{−i})] = k E[1/(M_{−i}+1)]
+        # and the count law below ``states`` is 0, both within ``tail``. Here μ ≥ 40 (μ ≥ 139
+        # when tail / (k − 1) ≤ 1e-30, as (μ − k)² ≥ 2 · 69 · (μ − 1) needs).
+        e_inv = _inverse_means(Pb, Qb, mu, dtype, True, grouped=log_tail <= math.log(1e-30))
+        p = Pb
+        evaluated = ks_arr[0] * e_inv if c_mech is not None else jnp.ones_like(p)
+        out = jnp.stack([p * evaluated, p * ks_arr[-1] * e_inv, evaluated], axis=2) @ wc
+        return out.reshape((n_pad,) + out.shape[2:])[:n], jnp.zeros((states, wc.shape[1]), dtype)
+
+    def low_chunk(Pb, Qb, mu, wc):
+        # Every node has P(M ≥ min(ks)) ≤ tail: every item is evaluated and in the answer set
+        # when it passes (E[g_k] = 1 within tail); only the count law needs a recursion.
+        full, _ = count_law(Pb, Qb)
+        out = jnp.stack([Pb, Pb, jnp.ones_like(Pb)], axis=2) @ wc
+        return out.reshape((n_pad,) + out.shape[2:])[:n], full @ wc
+
+    # Skip the first sum where (k − 1) · exp(−(μ − k)² / (2 (μ − 1))) ≤ tail for the largest k
+    # (ν − (k − 1) with ν ≥ μ − 1 is ≥ μ − k, and t²/(2ν) grows with ν above k − 1).
+    k_big, k_small = max(ks), min(ks)
+    log_tail = math.log(tail / max(k_big - 1, 1)) if tail > 0 else -math.inf
+
+    def one_chunk(zc, wc, qc):
+        P, Q = _block_pass_fail(qc, zc, d_pad, valid)  # [n_pad, chunk]
+        mu = jnp.sum(P, axis=0)
+        Pb, Qb = P.reshape(nb, _BLOCK, -1), Q.reshape(nb, _BLOCK, -1)
+        if tail <= 0:
+            return full_chunk(Pb, Qb, mu, wc)
+        nu = jnp.maximum(mu - 1, 1e-30)
+        high = (mu - 1 > k_big - 1) & (-(mu - k_big) ** 2 / (2 * nu) <= log_tail)
+        # Chernoff's upper tail: P(M ≥ k) ≤ e^{−μ} (e μ / k)^k for k > μ, and M_{−i} ≤ M.
+        low = (mu < k_small) & (k_small * jnp.log(jnp.e * jnp.maximum(mu, 1e-300) / k_small)
+                                - mu <= math.log(tail))
+        branch = jnp.where(jnp.all(high), 0, jnp.where(jnp.all(low), 1, 2))
+        return lax.switch(branch, (cheap_chunk, low_chunk, full_chunk), Pb, Qb, mu, wc)
+
+    out, count = _map_chunks(one_chunk, z, W, query, chunk, d)
     count = jnp.concatenate([count, (jnp.sum(W, axis=0) - jnp.sum(count, axis=0))[None]])
     return _law(out[:, 0], out[:, 1], out[:, 2], count, None, squeeze)
 
