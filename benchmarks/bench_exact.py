@@ -4,7 +4,9 @@
 exact E[SER] of svt-s (Lyu'17 Algorithm 7, default split 1:(2c)^(2/3)) on Zipf n = 10^4, c = 50,
 threshold = mean of the 50th and 51st scores, in random order (``shuffle=True``) and in fixed
 order, each evaluated with ``svtjax.exact.expected_metrics_many`` (one compiled call for the ten
-points). Records the wall time of the first call in the process (compilation included) and of a
+points). Records the wall time of the curve as the first JAX work of a new process (every
+compilation included; ``--part first-call`` in a subprocess, imports not counted), of the first
+call in this process after the other order's (shared compilations done), and of a
 second call, the quadrature nodes, how much the doubled rule (same panels, twice the nodes)
 changes every selection probability and E[SER], and the Monte Carlo time for the same standard
 error 1e-4: ``svtjax.simulate`` (with a SER reducer) is timed on ``--mc-trials`` trials per
@@ -107,22 +109,41 @@ def monte_carlo(mech, q, t, c: int, *, trials: int, shuffle: bool, seed: int) ->
 # -- speed ---------------------------------------------------------------------------------------
 
 
-def speed(quick: bool, mc_trials: int) -> dict:
+def _speed_case(quick: bool):
     q = svtjax.datasets.load("zipf").scores
     c = 50
-    t = svtjax.datasets.lyu_threshold(q, c)
-    epsilons = np.geomspace(0.1, 1.0, 4 if quick else 10)
+    return q, c, svtjax.datasets.lyu_threshold(q, c), np.geomspace(0.1, 1.0, 4 if quick else 10)
+
+
+def _curve(shuffle: bool, quick: bool):
+    """The timed work: the ten mechanisms, their rules and one expected_metrics_many call."""
+    q, c, t, epsilons = _speed_case(quick)
+    t0 = time.perf_counter()
+    mechs = [svtjax.get("svt-s", epsilon=float(e), c=c) for e in epsilons]
+    rules = [exact.quadrature(m, q, t) for m in mechs]
+    t_rules = time.perf_counter() - t0
+    first = exact.expected_metrics_many(mechs, q, t, shuffle=shuffle, rules=rules)
+    ser = [float(m["ser"]) for m in first]
+    return mechs, rules, ser, t_rules, time.perf_counter() - t0
+
+
+def _first_call_in_new_process(shuffle: bool, quick: bool) -> float:
+    """Seconds of :func:`_curve` as the first JAX work of a new Python process (imports not
+    counted): what a user pays for the curve including every compilation."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--part", "first-call",
+           "--order", "random" if shuffle else "fixed"] + (["--quick"] if quick else [])
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return float(json.loads(out.strip().splitlines()[-1])["seconds"])
+
+
+def speed(quick: bool, mc_trials: int) -> dict:
+    q, c, t, epsilons = _speed_case(quick)
     out = {"dataset": "zipf", "n": int(q.size), "c": c, "threshold": t,
            "epsilons": epsilons.tolist(), "mechanism": "svt-s (default 1:(2c)^(2/3))"}
     for shuffle in (True, False):
         order = "random" if shuffle else "fixed"
-        t0 = time.perf_counter()
-        mechs = [svtjax.get("svt-s", epsilon=float(e), c=c) for e in epsilons]
-        rules = [exact.quadrature(m, q, t) for m in mechs]
-        t_rules = time.perf_counter() - t0
-        first = exact.expected_metrics_many(mechs, q, t, shuffle=shuffle, rules=rules)
-        ser = [float(m["ser"]) for m in first]
-        t_first = time.perf_counter() - t0
+        t_new_process = _first_call_in_new_process(shuffle, quick)
+        mechs, rules, ser, t_rules, t_first = _curve(shuffle, quick)
         t1 = time.perf_counter()
         again = exact.expected_metrics_many(mechs, q, t, shuffle=shuffle, rules=rules)
         [float(m["ser"]) for m in again]
@@ -137,8 +158,9 @@ def speed(quick: bool, mc_trials: int) -> dict:
         diff_member = max(float(np.max(np.abs(np.asarray(a.member) - np.asarray(b.member))))
                           for a, b in zip(laws, laws2))
         diff_ser = max(abs(a - b) for a, b in zip(ser, ser2))
-        row = {"order": order, "seconds_first_call_incl_compile": t_first,
-               "seconds_rules": t_rules, "seconds_second_call": t_second,
+        row = {"order": order, "seconds_first_call_new_process": t_new_process,
+               "seconds_first_call_incl_compile": t_first, "seconds_rules": t_rules,
+               "seconds_second_call": t_second,
                "nodes": [int(r.nodes.size) for r in rules], "ser": ser,
                "doubled_max_abs_change_member": diff_member,
                "doubled_max_abs_change_ser": diff_ser}
@@ -156,7 +178,8 @@ def speed(quick: bool, mc_trials: int) -> dict:
                  "trials": mc_trials, "seconds": run["seconds"]})
         row["mc_trials_for_se_1e-4"] = mc_needed
         row["mc_seconds_for_se_1e-4_extrapolated"] = mc_seconds
-        print(f"[speed] {order}: first call {t_first:.2f} s (incl. compile; rules "
+        print(f"[speed] {order}: first call in a new process {t_new_process:.2f} s, in this "
+              f"one {t_first:.2f} s (incl. compile; rules "
               f"{t_rules:.2f} s), second {t_second:.2f} s, nodes/point "
               f"{np.mean(row['nodes']):.0f}, doubled rule changes member by "
               f"{diff_member:.1e}, SER by {diff_ser:.1e}; Monte Carlo for SE 1e-4: "
@@ -275,7 +298,11 @@ def accuracy(quick: bool) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--part", choices=("speed", "check", "accuracy", "all"), default="speed")
+    p.add_argument("--part", choices=("speed", "check", "accuracy", "all", "first-call"),
+                   default="speed", help="first-call: time one curve in this process, print "
+                   "JSON (what --part speed runs in a new process)")
+    p.add_argument("--order", choices=("fixed", "random"), default="fixed",
+                   help="the order of --part first-call")
     p.add_argument("--quick", action="store_true", help="a small subset (smoke run)")
     p.add_argument("--trials", type=int, default=100_000, help="Monte Carlo trials (check)")
     p.add_argument("--mc-trials", type=int, default=20_000,
@@ -289,6 +316,10 @@ def main(argv=None) -> int:
     if not args.epsilon > 0:
         p.error(f"--epsilon must be positive; got {args.epsilon}")
     # No persistent compilation cache: the speed part times the first call with compilation.
+    if args.part == "first-call":
+        seconds = _curve(args.order == "random", args.quick)[-1]
+        print(json.dumps({"order": args.order, "seconds": seconds}))
+        return 0
     now = _dt.datetime.now(_dt.timezone.utc)
     record = {"schema": SCHEMA, "created": now.isoformat(timespec="seconds"),
               "machine": _machine(), "quick": args.quick,

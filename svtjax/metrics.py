@@ -125,21 +125,25 @@ def _float_dtype(scores: Array) -> Any:
     return jax.dtypes.canonicalize_dtype(jnp.float64)
 
 
-def _item_tables(scores: Array, c: Array, dtype: Any) -> tuple[Array, Array, Array, Array, Array]:
-    """Per item: above (s_i > t), at (s_i == t), NCR relevance; slots at t; top-c support."""
+def _item_tables(scores: Array, c: Array, dtype: Any, xp: Any = jnp
+                 ) -> tuple[Array, Array, Array, Array, Array]:
+    """Per item: above (s_i > t), at (s_i == t), NCR relevance; slots at t; top-c support.
+
+    ``xp`` is the array module: ``jax.numpy`` (traced, the metrics' kernels) or ``numpy`` (host
+    numbers: ``svtjax.exact``'s per-item weights), one definition of the tie rules for both."""
     n = scores.shape[0]
-    ascending = jnp.sort(scores)
+    ascending = xp.sort(scores)
     # Sorted (decreasing) positions a..b, 1-based, occupied by each item's tie group.
-    first = (n + 1 - jnp.searchsorted(ascending, scores, side="right")).astype(jnp.int32)
-    last = (n - jnp.searchsorted(ascending, scores, side="left")).astype(jnp.int32)
+    first = (n + 1 - xp.searchsorted(ascending, scores, side="right")).astype(xp.int32)
+    last = (n - xp.searchsorted(ascending, scores, side="left")).astype(xp.int32)
     above = last < c  # s_i > t: in every valid top-c set
     at = (first <= c) & (last >= c)  # s_i == t: fills one of the slots left at the c-th score
     threshold = ascending[n - c]
-    slots = c - (n - jnp.searchsorted(ascending, threshold, side="right")).astype(jnp.int32)
-    hi = jnp.minimum(last, c)
-    relevance = jnp.where(first <= c, (2 * c + 2 - first - hi).astype(dtype) / 2, 0)
+    slots = c - (n - xp.searchsorted(ascending, threshold, side="right")).astype(xp.int32)
+    hi = xp.minimum(last, c)
+    relevance = xp.where(first <= c, (2 * c + 2 - first - hi).astype(dtype) / 2, 0)
     descending = ascending[::-1].astype(dtype)
-    top_support = jnp.sum(jnp.where(jnp.arange(n, dtype=jnp.int32) < c, descending, 0))
+    top_support = xp.sum(xp.where(xp.arange(n, dtype=xp.int32) < c, descending, 0))
     return above, at, slots, relevance.astype(dtype), top_support
 
 

@@ -348,6 +348,25 @@ def test_expected_metrics_definitions():
     assert math.isnan(float(tied["correct"])) and not math.isnan(float(tied["ser"]))
 
 
+@pytest.mark.parametrize("scores,c,linear", [
+    (np.array([9.0, 7.0, 5.0, 5.0, 1.0, 0.0]), 3, False),  # a tie straddling the boundary
+    (np.array([9.0, 7.0, 5.0, 5.0, 1.0, 0.0]), 4, True),
+    (np.array([3.0, 3.0, 3.0, 2.0, 2.0]), 1, False),
+    (np.array([1.0, 4.0, 2.0, 8.0, 2.0, 0.5, 8.0]), 2, True),
+])
+def test_item_weights_are_the_metrics_of_single_picks(scores, c, linear):
+    """The per-item weights of the linear metrics equal svtjax.metrics.evaluate on the answer
+    set {i}, item by item, tie rules included."""
+    from svtjax.exact._api import _item_weights
+
+    support, ncr, tp, _ = _item_weights(scores, c)
+    one = svtjax.metrics.evaluate(np.arange(scores.size, dtype=np.int32)[:, None], scores, c)
+    np.testing.assert_allclose(support, 1 - np.asarray(one["ser"]), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(ncr, np.asarray(one["ncr"]), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(tp, np.asarray(one["recall"]) * c, rtol=0, atol=1e-9)
+    assert _item_weights(scores, c)[3] is linear
+
+
 def test_float32_agrees_with_float64():
     q = _zipf(200)
     mech = svtjax.get("svt-s", epsilon=0.5, c=5)

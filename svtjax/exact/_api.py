@@ -256,17 +256,17 @@ def selection_probabilities(mech: Any, queries: Any, thresholds: Any, *, shuffle
 
 
 def _item_weights(scores: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
-    """Per-item contributions to SER's support, NCR and TP of a single pick, from the public
-    ``svtjax.metrics`` (so the tie rules are exactly the metrics'), and whether TP is linear in
-    the picks (no tie of the c-th score straddles the Top-c boundary)."""
+    """Per-item contributions to SER's support, NCR and TP of a single pick — what
+    ``svtjax.metrics.evaluate`` gives for the answer set {i} (``tests/test_exact.py`` checks
+    that it does) — and whether TP is linear in the picks (no tie of the c-th score straddles
+    the Top-c boundary)."""
     from svtjax import metrics
 
-    picks = np.arange(scores.shape[0], dtype=np.int32)[:, None]
-    with jax.ensure_compile_time_eval():  # host numbers, also when called under jit / grad
-        one = metrics.evaluate(picks, scores, c)
-    support = 1.0 - np.asarray(one["ser"], np.float64)
-    ncr = np.asarray(one["ncr"], np.float64)
-    tp = np.rint(np.asarray(one["recall"], np.float64) * c)
+    scores = np.asarray(scores, np.float64)
+    above, at, slots, relevance, top_support = metrics._item_tables(scores, c, np.float64, np)
+    support = scores / top_support
+    ncr = relevance.astype(np.float64) / (c * (c + 1) / 2)
+    tp = above.astype(np.float64) + np.minimum(at.astype(np.int64), int(slots))
     linear = bool(tp.sum() <= c)  # items above the c-th score plus those tied with it
     return support, ncr, tp, linear
 

@@ -28,6 +28,7 @@ __all__ = ["ItemLaw", "fixed_order", "random_order", "resample_fixed_order",
 
 _BLOCK = 128  # positions per block of the recursions (checkpoints, skips, output integrals)
 _CHUNK_BYTES = 48 * 2**20  # working memory per chunk of quadrature nodes
+_SORT_SAMPLE = 16  # every 16th offset estimates μ(z) for sorting the nodes
 MAX_CHUNK = 256
 """Nodes per chunk at most: on the 2-core CPU the fixed-order step ran 1.6x slower per node
 with 512 nodes ([c, 512] carries outgrow the cache) than with 32-256, and smaller chunks skip
@@ -127,7 +128,10 @@ def _map_chunks(fn, z, W, query, chunk: int, d=None):
     pad = num * chunk - G
     scale = _per_node(query, G)
     if d is not None and G > chunk:
-        order = jnp.argsort(-lax.stop_gradient(_node_means(z, d, query, chunk)))
+        # Only the order matters (each chunk tests its own nodes exactly), so μ is estimated
+        # from every 16th offset in sorted order: 1/16 of the work of the exact sums.
+        sample = jnp.sort(d)[::_SORT_SAMPLE] if d.shape[0] > 8 * _SORT_SAMPLE else d
+        order = jnp.argsort(-lax.stop_gradient(_node_means(z, sample, query, chunk)))
         z, W = z[order], W[order]
         scale = None if scale is None else scale[order]
 
