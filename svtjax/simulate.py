@@ -99,8 +99,9 @@ def default_chunk_size(mech: Mechanism, n: int, trials: int, *, itemsize: int = 
                        platform: Optional[str] = None, extra_bytes: int = 0) -> int:
     """The largest chunk whose working set fits ``memory_budget``, a multiple of the devices.
 
-    ``memory_budget`` defaults to ``MEMORY_BUDGET`` on a CPU and ``ACCELERATOR_MEMORY_BUDGET``
-    on an accelerator (``platform``, default: that of ``jax.devices()[0]``). ``extra_bytes`` is
+    ``memory_budget`` defaults to ``MEMORY_BUDGET`` on a CPU (at most the mechanism's
+    ``cpu_chunk_bytes``) and ``ACCELERATOR_MEMORY_BUDGET`` on an accelerator (``platform``,
+    default: that of ``jax.devices()[0]``). ``extra_bytes`` is
     added per trial (a reducer's per-trial values).
 
     On a CPU, fewer, larger chunks are faster even for reduced runs: on the idle 2-core
@@ -111,6 +112,8 @@ def default_chunk_size(mech: Mechanism, n: int, trials: int, *, itemsize: int = 
         platform = jax.devices()[0].platform
     if memory_budget is None:
         memory_budget = MEMORY_BUDGET if platform == "cpu" else ACCELERATOR_MEMORY_BUDGET
+        if platform == "cpu" and mech.cpu_chunk_bytes is not None:
+            memory_budget = min(memory_budget, mech.cpu_chunk_bytes)
     per_trial = mech.working_bytes(n, itemsize, shuffle) + extra_bytes
     return plan_chunk(trials, per_trial, memory_budget, multiple=num_devices)
 

@@ -165,6 +165,11 @@ class Mechanism:
         """Length L of the Outcome arrays for ``n`` queries."""
         return n
 
+    cpu_chunk_bytes: ClassVar[Optional[int]] = None
+    """On a CPU, the working memory of one chunk at most this many bytes (``simulate``'s default
+    chunk size), or None for the memory budget alone. For kernels that hold whole streams per
+    trial, where a cache-sized chunk is faster than one large one (the selection family)."""
+
     def working_bytes(self, n: int, itemsize: int, shuffle: bool) -> int:
         """Working memory of one trial inside a compiled chunk (``simulate`` sizes chunks by
         it): the Outcome and what the kernel holds besides it."""

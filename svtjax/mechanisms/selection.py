@@ -54,7 +54,7 @@ References:
 from __future__ import annotations
 
 import functools
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Optional
 
 import jax
 import jax.numpy as jnp
@@ -90,6 +90,10 @@ class SelectionMechanism(Mechanism):
     noise_family: ClassVar[type] = Gumbel
     picks_param: ClassVar[str] = "k"
     releases_gaps: ClassVar[bool] = False  # values[i] = noisy(i-th pick) - noisy((i+1)-th best)
+    # Each trial holds its whole noisy stream: on the 2-core CPU, 1,000 trials of n = 10^4
+    # (Zipf, k = 50, counting reducer) ran in 132-152 ms in chunks of 8 MB against 237-245 ms
+    # as one 120 MB chunk, and 10^4 trials of n = 10^3 in 301-323 ms against 389-428 ms.
+    cpu_chunk_bytes: ClassVar[Optional[int]] = 8 * 2**20
 
     def num_picks(self) -> int:
         """k: the Outcome length (static)."""
