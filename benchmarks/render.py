@@ -479,8 +479,31 @@ def allocator_md(results_dir: Path) -> list:
     return out + [""]
 
 
+def _versions_table(rec: dict, results_dir: Path) -> list:
+    commits = [r["commit"] for r in rec["roots"]]
+    out = [f"Source: `{os.path.relpath(rec['_path'], Path(results_dir).parent)}` "
+           f"(`python benchmarks/bench_versions.py`, run {rec['date']}, "
+           f"{rec['cpu_count']} logical cores, load average at start "
+           f"{[round(x, 2) for x in rec['load']['start']]}, end "
+           f"{[round(x, 2) for x in rec['load']['end']]}). Each checkout in its own "
+           f"long-lived process, sampled in {rec['repeats']} interleaved rounds; median ms of "
+           f"`simulate(reduce=)` on n = {rec['n']:,} × {rec['trials']:,} trials (Zipf in one "
+           f"fixed random order, or shuffled per trial), ε = {rec['epsilon']}, c = {rec['c']}; "
+           "the ratio is the first checkout's time over the later one's (> 1: faster now).",
+           "", "| mechanism | mode | " + " | ".join(f"{c} ms" for c in commits) + " | "
+           + " | ".join(f"{c} ÷ {commits[0]}" for c in commits[1:]) + " |",
+           "|---|---|" + "---|" * (2 * len(commits) - 1)]
+    for row in rec["rows"]:
+        ms = ["n/a" if m is None else f"{1e3 * m:.1f}" for m in row["median_s"]]
+        ratio = ["n/a" if x is None else f"{x:.2f}x" for x in row["speedup_vs_first"]]
+        out.append(f"| {row['mechanism']} | {row['mode']} | " + " | ".join(ms + ratio) + " |")
+    return out + [""]
+
+
 def versions_md(results_dir: Path) -> list:
-    """The "before and after" section: the latest record of benchmarks/bench_versions.py."""
+    """The "before and after" section: the latest record of benchmarks/bench_versions.py over
+    every mechanism, then any later record narrowed with ``--only`` (a rerun of the mechanisms
+    a change touched)."""
     recs = []
     for path in sorted(Path(results_dir).glob("versions-*.json")):
         try:
@@ -493,25 +516,16 @@ def versions_md(results_dir: Path) -> list:
     out = ["## Every mechanism, two checkouts", ""]
     if not recs:
         return out + ["No record yet: run `python benchmarks/bench_versions.py OLD NEW`.", ""]
-    rec = max(recs, key=lambda r: r["date"])
-    commits = [r["commit"] for r in rec["roots"]]
-    out += [f"Source: `{os.path.relpath(rec['_path'], Path(results_dir).parent)}` "
-            f"(`python benchmarks/bench_versions.py`, run {rec['date']}, "
-            f"{rec['cpu_count']} logical cores, load average at start "
-            f"{[round(x, 2) for x in rec['load']['start']]}, end "
-            f"{[round(x, 2) for x in rec['load']['end']]}). Each checkout in its own "
-            f"long-lived process, sampled in {rec['repeats']} interleaved rounds; median ms of "
-            f"`simulate(reduce=)` on n = {rec['n']:,} × {rec['trials']:,} trials (Zipf in one "
-            f"fixed random order, or shuffled per trial), ε = {rec['epsilon']}, c = {rec['c']}; "
-            "the ratio is the first checkout's time over the later one's (> 1: faster now).",
-            "", "| mechanism | mode | " + " | ".join(f"{c} ms" for c in commits) + " | "
-            + " | ".join(f"{c} ÷ {commits[0]}" for c in commits[1:]) + " |",
-            "|---|---|" + "---|" * (2 * len(commits) - 1)]
-    for row in rec["rows"]:
-        ms = ["n/a" if m is None else f"{1e3 * m:.1f}" for m in row["median_s"]]
-        ratio = ["n/a" if x is None else f"{x:.2f}x" for x in row["speedup_vs_first"]]
-        out.append(f"| {row['mechanism']} | {row['mode']} | " + " | ".join(ms + ratio) + " |")
-    return out + [""]
+    narrowed = [r for r in recs if "--only" in r.get("command", "")]
+    full = [r for r in recs if r not in narrowed]
+    latest = max(full or recs, key=lambda r: r["date"])
+    out += _versions_table(latest, results_dir)
+    for rec in sorted((r for r in narrowed if r["date"] > latest["date"]),
+                      key=lambda r: r["date"]):
+        names = sorted({row["mechanism"] for row in rec["rows"]})
+        out += [f"Later rerun of {', '.join(names)} only:", ""]
+        out += _versions_table(rec, results_dir)
+    return out
 
 
 def write_results_md(results_dir: Path, output: Path, suites: Sequence[str] = ("full",)) -> Path:
