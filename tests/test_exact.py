@@ -237,6 +237,51 @@ def test_grad_of_ser_with_respect_to_share_matches_central_difference(shuffle):
     assert abs(grad) > 1e-3  # not trivially flat
 
 
+@pytest.mark.parametrize("shuffle", [False, True], ids=["fixed", "random"])
+def test_optimal_allocation_is_a_local_optimum_no_worse_than_the_grid(shuffle):
+    """optimal_allocation's share beats (or ties) every point of its own grid and Lyu'17's
+    heuristic split, and E[SER] rises on both sides of it (central points 0.02 in logit away)."""
+    q = _zipf(120)
+    c, eps = 5, 0.5
+    t = svtjax.datasets.lyu_threshold(q, c)
+    best = exact.optimal_allocation("svt-s", q, t, epsilon=eps, c=c, shuffle=shuffle,
+                                    monotonic=True)
+    assert best.objective == "ser" and best.evaluations >= 9
+    assert all(best.value <= v + 1e-12 for _, v in best.grid)
+    assert abs(best.eps1 + best.eps2 - eps) < 1e-12
+
+    def ser(share):
+        law = exact.law_at_share("svt-s", share, epsilon=eps, c=c, monotonic=True)
+        return float(exact.expected_metrics(law, q, t, shuffle=shuffle)["ser"])
+
+    heuristic = exact.share_of("svt-s", c, monotonic=True)
+    assert best.value <= ser(heuristic) + 1e-12
+    logit = math.log(best.share / (1 - best.share))
+    for step in (-0.02, 0.02):
+        assert ser(1 / (1 + math.exp(-(logit + step)))) >= best.value - 1e-9
+
+
+def test_search_rules_are_padded_to_shared_sizes():
+    """The search pads node counts to a coarse scale (four steps per octave, multiples of 128)
+    with zero-weight nodes, which change no value."""
+    from svtjax.exact._allocation import _bucket
+
+    assert [_bucket(n) for n in (1, 128, 129, 900, 1100, 5000)] == [128, 128, 256, 1024, 1280,
+                                                                     5120]
+    assert all(n <= _bucket(n) <= max(n + 127, 1.25 * n) for n in range(1, 5000, 37))
+    q = _zipf(60)
+    t = svtjax.datasets.lyu_threshold(q, 3)
+    mech = svtjax.get("svt-s", epsilon=0.5, c=3)
+    rule = exact.quadrature(mech, q, t)
+    big = _quadrature.padded(rule, size=rule.nodes.size + 200)
+    assert big.nodes.size == rule.nodes.size + 200
+    a = exact.expected_metrics(mech, q, t, rule=rule)["ser"]
+    b = exact.expected_metrics(mech, q, t, rule=big)["ser"]
+    assert abs(float(a) - float(b)) < 1e-14
+    with pytest.raises(ValueError, match="cannot pad"):
+        _quadrature.padded(rule, size=rule.nodes.size - 1)
+
+
 # -- 4. the adapter ------------------------------------------------------------------------------
 
 

@@ -47,6 +47,13 @@ class Allocation(NamedTuple):
     grid: tuple
 
 
+def _bucket(nodes: int) -> int:
+    """``nodes`` rounded up on a scale of four steps per octave (multiples of 128): searches on
+    one dataset at other ε (or c) then reuse compiled kernels, for at most 1/4 more nodes."""
+    step = max(128, 1 << max(int(nodes).bit_length() - 3, 0))
+    return -(-int(nodes) // step) * step
+
+
 def share_of(name: str, c: int, *, allocation: Any = None, monotonic: bool = False,
              noise: str = "exponential") -> float:
     """θ = ε1/(ε1+ε2) of a mechanism's named split rule (its default when ``allocation`` is
@@ -109,10 +116,14 @@ def optimal_allocation(name: str, queries: Any, thresholds: Any, *, epsilon: flo
         nonlocal evaluations, size
         laws = [law_at_share(name, 1.0 / (1.0 + math.exp(-x)), epsilon=epsilon, c=c, **params)
                 for x in logits]
-        rules = [quadrature(law_, q, t, **accuracy) for law_ in laws]
-        size = max([size] + [r.nodes.size for r in rules])
-        if len(rules) == 1:  # pad to the largest rule seen: at most one more compile
-            rules = [_quadrature.padded(rules[0], -(-size // 128) * 128)]
+        rules = [_quadrature.padded(quadrature(law_, q, t, **accuracy)) for law_ in laws]
+        if len(rules) == 1:  # the largest rule seen: at most one more compile in a search
+            size = max(size, _bucket(rules[0].nodes.size))
+            rules = [_quadrature.padded(rules[0], size=size)]
+        else:  # the grid's total node count on a coarse scale: rows of one shape share it
+            total = sum(r.nodes.size for r in rules)
+            rules[-1] = _quadrature.padded(rules[-1], size=rules[-1].nodes.size
+                                           + _bucket(total) - total)
         evaluations += len(laws)
         metrics = expected_metrics_many(laws, q, t, shuffle=shuffle, c=c, rules=rules)
         return np.array([float(m[objective]) for m in metrics])

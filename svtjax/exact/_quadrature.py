@@ -312,10 +312,13 @@ def density_weights(rule: Rule, threshold: Noise, dtype=None):
     return jnp.asarray(rule.weights, dtype) * jnp.exp(threshold.logpdf(z))
 
 
-def padded(rule: Rule, multiple: int = 128) -> Rule:
-    """``rule`` with zero-weight nodes appended up to a multiple of ``multiple`` nodes, so that
-    rules of similar size share one compiled kernel (the extra nodes contribute nothing)."""
-    pad = -rule.nodes.size % multiple
+def padded(rule: Rule, multiple: int = 128, size: Optional[int] = None) -> Rule:
+    """``rule`` with zero-weight nodes appended up to a multiple of ``multiple`` nodes (or to
+    ``size`` nodes), so that rules of similar size share one compiled kernel (the extra nodes
+    contribute nothing)."""
+    pad = -rule.nodes.size % multiple if size is None else size - rule.nodes.size
+    if pad < 0:
+        raise ValueError(f"cannot pad a rule of {rule.nodes.size} nodes to {size}")
     if not pad:
         return rule
     return rule._replace(nodes=np.concatenate([rule.nodes, np.full(pad, rule.nodes[-1])]),
