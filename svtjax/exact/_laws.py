@@ -473,7 +473,8 @@ def random_order(z, wz, d, query, *, states: int, c_mech: Optional[int], c_eff: 
     def cheap_chunk(Pb, Qb, mu, wc):
         # Every node has P(M_{−i} ≤ max(ks) − 1) ≤ tail / c: E[g_k(M_{−i})] = k E[1/(M_{−i}+1)]
         # and the count law below ``states`` is 0, both within ``tail``. Here μ ≥ 40 (μ ≥ 139
-        # when tail / (k − 1) ≤ 1e-30, as (μ − k)² ≥ 2 · 69 · (μ − 1) needs).
+        # when tail / (k − 1) ≤ 1e-30, as (μ − k)² ≥ 2 · 69 · (μ − 1) needs: then every factor
+        # 1 − p_j s_t ≥ 1 − 51.7/139 and the grouped logarithms are safe).
         e_inv = _inverse_means(Pb, Qb, mu, dtype, True, grouped=log_tail <= math.log(1e-30))
         p = Pb
         evaluated = ks_arr[0] * e_inv if c_mech is not None else jnp.ones_like(p)
@@ -499,7 +500,8 @@ def random_order(z, wz, d, query, *, states: int, c_mech: Optional[int], c_eff: 
         if tail <= 0:
             return full_chunk(Pb, Qb, mu, wc)
         nu = jnp.maximum(mu - 1, 1e-30)
-        high = (mu - 1 > k_big - 1) & (-(mu - k_big) ** 2 / (2 * nu) <= log_tail)
+        high = ((mu - 1 > k_big - 1) & (-(mu - k_big) ** 2 / (2 * nu) <= log_tail)
+                & (mu >= LAGUERRE_FROM))  # implied at tail = 1e-30; kept for larger tails
         # Chernoff's upper tail: P(M ≥ k) ≤ e^{−μ} (e μ / k)^k for k > μ, and M_{−i} ≤ M.
         low = (mu < k_small) & (k_small * jnp.log(jnp.e * jnp.maximum(mu, 1e-300) / k_small)
                                 - mu <= math.log(tail))
