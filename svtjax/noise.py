@@ -76,6 +76,11 @@ class Noise:
         x = _as_float(x)
         return x / jnp.asarray(self.scale_value, x.dtype)
 
+    def sf_cdf(self, x: ArrayLike) -> tuple[jax.Array, jax.Array]:
+        """(P(X > x), P(X ≤ x)), each computed directly (no 1 − p cancellation); families
+        whose two tails share work override it (the exact laws need both at every point)."""
+        return self.sf(x), self.cdf(x)
+
 
 @pytree_dataclass
 class Laplace(Noise):
@@ -92,11 +97,16 @@ class Laplace(Noise):
         return jax.random.laplace(key, shape, _float_dtype(dtype))
 
     def cdf(self, x):
-        z = self._z(x)
-        return jnp.where(z < 0, 0.5 * jnp.exp(jnp.minimum(z, 0)), 1 - 0.5 * jnp.exp(-jnp.abs(z)))
+        return self.sf_cdf(x)[1]
 
     def sf(self, x):
-        return self.cdf(-_as_float(x))
+        return self.sf_cdf(x)[0]
+
+    def sf_cdf(self, x):
+        # One exponential for both tails: the smaller is e = exp(−|z|)/2, the other 1 − e ≥ 1/2.
+        z = self._z(x)
+        e = 0.5 * jnp.exp(-jnp.abs(z))
+        return jnp.where(z > 0, e, 1 - e), jnp.where(z < 0, e, 1 - e)
 
     def logpdf(self, x):
         z = self._z(x)

@@ -66,7 +66,7 @@ def _pass_fail(query: Optional[Noise], z, d_i):
     if query is None:  # ν = 0 (Lyu'17 Algorithm 5): ⊤ iff d_i ≥ z
         top = (x <= 0).astype(z.dtype)
         return top, 1 - top
-    return query.sf(x), query.cdf(x)
+    return query.sf_cdf(x)
 
 
 def _shift_up(D):
