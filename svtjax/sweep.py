@@ -1464,7 +1464,9 @@ def _run_points(config, outdir, dtype, pidx, pcount, num_devices, resume, progre
             m0 = mechs[members[0]]
             per_trial = _bytes_per_trial(m0, n, scores.dtype.itemsize, config.shuffle, k,
                                          len(config.metrics))
-            pb, chunk = plan(len(members), config.trials, per_trial, budget,
+            cap = m0.cpu_chunk_bytes if jax.default_backend() == "cpu" else None
+            pb, chunk = plan(len(members), config.trials, per_trial,
+                             budget if cap is None else min(budget, cap),
                              _points_per_batch(config))
             ndev = _devices_for(chunk, num_devices)
             reducer = jax.tree_util.Partial(

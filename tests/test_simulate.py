@@ -191,3 +191,16 @@ def test_default_chunk_fits_the_platform_memory_budget():
     assert gpu * per_trial <= simulate_module.ACCELERATOR_MEMORY_BUDGET
     assert gpu > 4 * cpu
     assert size(mech, 10_000, 100_000, platform="cpu", memory_budget=per_trial) == 1
+
+
+def test_selection_chunks_are_cache_sized_on_a_cpu_only():
+    """A mechanism's cpu_chunk_bytes caps its CPU chunk (the selection family holds whole
+    noisy streams per trial); an accelerator and an explicit budget are not capped."""
+    mech = svtjax.get("report-noisy-max", epsilon=1.0, k=5)
+    size = simulate_module.default_chunk_size
+    per_trial = mech.working_bytes(10_000, 4, False)
+    cpu = size(mech, 10_000, 1000, platform="cpu")
+    assert cpu * per_trial <= mech.cpu_chunk_bytes < 2 * cpu * per_trial
+    assert size(mech, 10_000, 1000, platform="gpu") == 1000
+    assert size(mech, 10_000, 1000, platform="cpu", memory_budget=2**30) == 1000
+    assert svtjax.get("svt-s", epsilon=1.0, c=5).cpu_chunk_bytes is None
