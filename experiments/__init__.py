@@ -19,10 +19,10 @@ from types import ModuleType
 
 #: The order ``svtjax reproduce all`` runs the known experiments in; modules added later (one
 #: file each) run after them, alphabetically. Heaviest first (by their ``--paper`` wall times
-#: with an empty compilation cache on the 2-core CPU, two at a time, 2026-11-27: lyu2017 7.0
-#: min, audit 7.7, ding2019 5.7, liu2024 5.4, zhu_wang2020 1.1; optimal_allocation, run last
-#: then, took more than 11 min alone): with ``--jobs`` above 1 the longest ones start first, so
-#: the cores stay busy to the end (longest-processing-time-first scheduling).
+#: with an empty compilation cache on the 2-core CPU, two at a time, 2026-11-27: audit 6.4 min,
+#: lyu2017 5.0, ding2019 5.0, liu2024 5.0, zhu_wang2020 1.0; optimal_allocation about 18 min
+#: alone on the idle CPU, half of it on retail): with ``--jobs`` above 1 the longest ones start
+#: first, so the cores stay busy to the end (longest-processing-time-first scheduling).
 ORDER = ("optimal_allocation", "audit", "lyu2017", "ding2019", "liu2024", "zhu_wang2020")
 
 HERE = pathlib.Path(__file__).resolve().parent
