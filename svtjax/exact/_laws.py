@@ -441,7 +441,7 @@ def random_order(z, wz, d, query, *, states: int, c_mech: Optional[int], c_eff: 
         return lax.scan(fwd_block, pre0, (Pb, Qb))
 
     def full_chunk(Pb, Qb, mu, wc):
-        # Nodes are sorted by z and μ(z) decreases in z, so a chunk is almost always in one
+        # Nodes are sorted by μ (:func:`_map_chunks`), so a chunk is almost always in one
         # regime: the cheap Gauss–Laguerre rule runs whenever it is exact for every node.
         e_inv = lax.cond(jnp.all(mu >= LAGUERRE_FROM),
                          lambda pb, qb: _inverse_means(pb, qb, mu, dtype, True),
