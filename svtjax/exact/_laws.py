@@ -416,9 +416,7 @@ def random_order(z, wz, d, query, *, states: int, c_mech: Optional[int], c_eff: 
     ks_arr = jnp.asarray(ks, dtype)
     nb = -(-n // _BLOCK)
     n_pad = nb * _BLOCK
-    # Padding items never pass (p = 0, 1 − p = 1), so they change no count.
-    valid = jnp.arange(n_pad) < n
-    d_pad = jnp.concatenate([d, jnp.zeros((n_pad - n,), dtype)])
+    d_pad, valid = (x.reshape(n_pad) for x in _blocked(d, nb))  # padding never passes
     a_idx = jnp.arange(states, dtype=dtype)
     terminal = jnp.stack([jnp.where(a_idx < k, 1 - k / (a_idx + 1), 0) for k in ks])
     itemsize = jnp.dtype(dtype).itemsize
