@@ -92,7 +92,6 @@ import time
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
-from scipy import special
 
 __all__ = ["Pair", "Event", "Bound", "Witness", "AuditResult", "SearchResult",
            "SimulationSampler", "epsilon_lower_bound", "conditional_lower_bound",
@@ -146,6 +145,8 @@ _CHECK_LEVEL = 0.5  # point estimates: on fresh samples, the expected validation
 
 def _cp_lower(k, n, alpha):
     """One-sided (1 − alpha) Clopper–Pearson lower bound on p from k of n (k may be real)."""
+    from scipy import special  # imported where used: `import svtjax` stays fast
+
     k = np.asarray(k, dtype=float)
     n = np.asarray(n, dtype=float)
     safe = np.where(k > 0, k, 1.0)
@@ -155,6 +156,8 @@ def _cp_lower(k, n, alpha):
 
 def _cp_upper(k, n, alpha):
     """One-sided (1 − alpha) Clopper–Pearson upper bound on p from k of n (k may be real)."""
+    from scipy import special  # imported where used: `import svtjax` stays fast
+
     k = np.asarray(k, dtype=float)
     n = np.asarray(n, dtype=float)
     safe = np.where(k < n, k, n - 1.0)

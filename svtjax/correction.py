@@ -49,7 +49,6 @@ import math
 from typing import Callable
 
 import numpy as np
-from scipy import integrate, optimize, stats
 
 from svtjax import _validate
 from svtjax.noise import Exponential, Gaussian, Gumbel, Laplace, Noise
@@ -73,6 +72,8 @@ def _scale(noise: Noise) -> float:
 
 def _scipy(noise: Noise):
     """The frozen scipy distribution of a concrete svtjax noise."""
+    from scipy import stats  # scipy is imported where used: `import svtjax` stays fast
+
     s = _scale(noise)
     if isinstance(noise, Laplace):
         return stats.laplace(scale=s)
@@ -101,6 +102,8 @@ def _closed_form(query: Noise, threshold: Noise) -> Callable | None:
     if isinstance(query, Laplace) and isinstance(threshold, Laplace):
         return _laplace_minus_laplace(_scale(query), _scale(threshold))
     if isinstance(query, Gaussian) and isinstance(threshold, Gaussian):
+        from scipy import stats
+
         law = stats.norm(scale=math.hypot(_scale(query), _scale(threshold)))
         return law.cdf, law.sf
     return None
@@ -153,6 +156,8 @@ def _laplace_minus_laplace(b1: float, b2: float):
 
 
 def _quad(query: Noise, threshold: Noise):
+    from scipy import integrate
+
     nu, rho = _scipy(query), _scipy(threshold)
 
     def one(z, fn):
@@ -296,6 +301,8 @@ def optimal(query_noise: Noise, threshold_noise: Noise, k: int, alpha: float = 0
     grid = s * np.linspace(-20.0, 20.0 + 3.0 * math.log(k + 1.0), 401) + alpha
     vals = np.array([neg_log_p(x) for x in grid])
     i = int(np.clip(np.argmin(vals), 1, len(grid) - 2))
+    from scipy import optimize
+
     res = optimize.minimize_scalar(neg_log_p, bounds=(grid[i - 1], grid[i + 1]),
                                    method="bounded", options={"xatol": 1e-11 * s})
     return float(res.x)

@@ -44,7 +44,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy import special
 
 __all__ = [
     "blue_top_k",
@@ -390,6 +389,8 @@ def lemma5_quantile(confidence: Any, eps0: Any, eps_star: Any) -> np.ndarray:
     c, e0, es = np.broadcast_arrays(c, e0, es)
     alpha = 1.0 - c
     equal = e0 == es
+    from scipy import special  # imported where used: `import svtjax` stays fast
+
     w = special.lambertw(-4.0 * alpha * np.exp(-2.0), k=-1).real
     closed = (-2.0 - w) / e0
     # Bracket: the upper tail is below e^{-min rate · t}(1 + max rate · t)/2 ... just double.

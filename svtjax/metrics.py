@@ -87,7 +87,6 @@ from typing import Any, Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-import scipy.stats
 
 from svtjax import _validate
 from svtjax._pytree import is_concrete
@@ -607,6 +606,8 @@ def summary(values: ArrayLike, confidence: float = 0.95, *, axis: int = 0,
     if num < 1:
         raise ValueError(f"values must hold at least one trial along axis {axis}; got shape "
                          f"{values.shape}")
+    import scipy.stats  # imported where used: `import svtjax` stays fast
+
     p = (1 + float(confidence)) / 2
     if method == "t":
         q = float(scipy.stats.t.ppf(p, num - 1)) if num > 1 else math.nan

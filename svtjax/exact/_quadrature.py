@@ -47,7 +47,6 @@ import math
 from typing import NamedTuple, Optional
 
 import numpy as np
-from scipy import special
 
 from svtjax._pytree import is_concrete
 from svtjax.noise import Exponential, Gaussian, Gumbel, Laplace, Noise, Zero
@@ -115,6 +114,8 @@ def _cdf(noise: Noise, x: np.ndarray) -> np.ndarray:
     if isinstance(noise, Laplace):
         return np.where(z < 0, 0.5 * np.exp(np.minimum(z, 0)), 1 - 0.5 * np.exp(-np.abs(z)))
     if isinstance(noise, Gaussian):
+        from scipy import special  # imported where used: `import svtjax` stays fast
+
         return special.ndtr(z)
     if isinstance(noise, Exponential):
         return np.where(z < 0, 0.0, -np.expm1(-np.maximum(z, 0)))
