@@ -1447,6 +1447,9 @@ def _run_points(config, outdir, dtype, pidx, pcount, num_devices, resume, progre
     exact = _Exact(config, points, mechs, scores_by, log, announce=pidx == 0)
     todo = {key: [i for j, i in enumerate(members) if j % pcount == pidx and ids[i] not in records]
             for key, members in groups.items()}
+    exact.expect([i for members in todo.values() for i in members] +
+                 [i for i in range(len(points)) if ids[i] in records
+                  and not exact.current(records[ids[i]])])
     total = sum(len(v) for v in todo.values()) * config.trials
     bar = _Progress(total, progress, log)
     computed = 0
@@ -1623,6 +1626,9 @@ class _Exact:
         self.log, self.announce = log, announce
         self.why: dict[int, str] = {}  # point index -> why it has no exact columns
         self.logged: set = set()
+        self.wanted: set[int] = set()  # points this run will ask for (see :meth:`expect`)
+        self.ready: dict[int, dict] = {}  # values computed with another point's group
+        self.keys: dict[int, tuple] = {}
         if not config.exact:
             return
         rule = config.threshold_rule()
@@ -1672,25 +1678,66 @@ class _Exact:
         ex = rec.get("exact")
         return isinstance(ex, dict) and ex.get("dtype") == _exact_dtype()
 
+    def expect(self, indices) -> None:
+        """The points whose exact values this run will ask :meth:`compute` for: those sharing a
+        dataset, cut-off, threshold and law structure with the one asked for are evaluated
+        with it, in one call of ``svtjax.exact.expected_metrics_many`` (one compilation and
+        one kernel call per group, not per point)."""
+        self.wanted = {i for i in indices if i not in self.why}
+
+    def _key(self, i: int) -> tuple:
+        """Points with equal keys can be evaluated together."""
+        if i not in self.keys:
+            from svtjax import exact
+
+            p = self.points[i]
+            law = exact.law(self.mechs[i])
+            thr = _threshold(self.config, self.scores_by[p.dataset], p.c)
+            self.keys[i] = (p.dataset, p.c, repr(thr), law.c, law.resample, law.k_max,
+                            type(law.query_noise))
+        return self.keys[i]
+
     def compute(self, i: int) -> Optional[dict]:
         """Point ``i``'s exact record, or None (it does not qualify; logged once)."""
         if not self.config.exact or i in self.why:
             return None
+        if i in self.ready:
+            return self.ready.pop(i)
         from svtjax import exact
 
         p = self.points[i]
         scores = self.scores_by[p.dataset]
+        key = self._key(i)
+        group = [i] + [j for j in sorted(self.wanted) if j != i and j not in self.ready
+                       and self._key(j) == key]
+        self.wanted -= set(group)
         try:
             with _on_host():
-                values = exact.expected_metrics(self.mechs[i], scores,
-                                                _threshold(self.config, scores, p.c),
-                                                shuffle=self.config.shuffle, c=p.c)
-                values = {k: float(v) for k, v in values.items()}
-        except ValueError as err:
-            self.why[i] = _why(err)
-            self._say(p.label, p.mechanism, self.why[i])
-            return None
-        return {"dtype": _exact_dtype(), "n": int(scores.shape[0]), "values": values}
+                many = exact.expected_metrics_many(
+                    [self.mechs[j] for j in group], scores,
+                    _threshold(self.config, scores, p.c), shuffle=self.config.shuffle,
+                    c=p.c)
+        except ValueError:
+            if len(group) == 1:
+                many = None
+            else:  # one point's own message: evaluate them one by one
+                self.wanted |= set(group[1:])
+                group = [i]
+                many = None
+        if many is None:
+            try:
+                with _on_host():
+                    many = [exact.expected_metrics(self.mechs[i], scores,
+                                                   _threshold(self.config, scores, p.c),
+                                                   shuffle=self.config.shuffle, c=p.c)]
+            except ValueError as err:
+                self.why[i] = _why(err)
+                self._say(p.label, p.mechanism, self.why[i])
+                return None
+        for j, values in zip(group, many):
+            self.ready[j] = {"dtype": _exact_dtype(), "n": int(scores.shape[0]),
+                             "values": {k: float(v) for k, v in values.items()}}
+        return self.ready.pop(i)
 
     def cells(self, i: int, rec: dict) -> dict:
         """The ``exact_<metric>`` cells of point ``i``'s rows (None: empty)."""

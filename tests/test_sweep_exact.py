@@ -157,3 +157,35 @@ def test_exact_is_not_part_of_the_point_hash_and_resume_fills_or_drops_it(tmp_pa
     assert dropped.computed == 0 and not any(k.startswith("exact_") for k in dropped.rows[0])
     assert [{k: r[k] for k in r if k != "seconds"} for r in dropped.rows] == \
         [{k: r[k] for k in r if k != "seconds"} for r in plain.rows]
+
+
+def test_points_sharing_dataset_c_and_law_structure_are_evaluated_in_one_call(tmp_path,
+                                                                              monkeypatch):
+    """Points of one (dataset, c, threshold, law structure) get their exact values from one
+    ``expected_metrics_many`` call (one compilation per group, not per point), equal to each
+    point's own ``expected_metrics``; a mechanism without a law still gets its one log line."""
+    raw = sweep.load_config(_toml(tmp_path, _with_em_peeling())).raw
+    raw["grid"] = {"epsilon": [0.5, 1.0, 2.0], "c": [3, 5]}
+    raw["mechanisms"].insert(1, {"name": "svt-s", "label": "1:1", "allocation": "1:1"})
+    calls = []
+    many = exact.expected_metrics_many
+
+    def spy(mechs, queries, thresholds, **kw):
+        calls.append((len(mechs), kw["c"]))
+        return many(mechs, queries, thresholds, **kw)
+
+    monkeypatch.setattr(exact, "expected_metrics_many", spy)
+    lines, log = _quiet()
+    with no_kernels(monkeypatch):
+        res = sweep.run(raw, tmp_path / "out", progress=False, log=log)
+    assert sorted(calls) == [(6, 3), (6, 5)]  # 2 svt-s mechanisms x 3 ε per c
+    assert len([m for m in lines if "exact" in m]) == 1  # em-peeling
+    scores = svtjax.datasets.zipf(N).scores
+    for r in res.rows:
+        if r["mechanism"] != "svt-s" or r["metric"] != "ser":
+            continue
+        params = {"allocation": "1:1"} if r["label"] == "1:1" else {"monotonic": True}
+        mech = svtjax.get("svt-s", epsilon=r["epsilon"], c=r["c"], **params)
+        want = exact.expected_metrics(mech, scores, svtjax.datasets.lyu_threshold(scores, r["c"]),
+                                      c=r["c"])
+        np.testing.assert_allclose(r["exact_ser"], float(want["ser"]), rtol=0, atol=1e-12)
