@@ -34,11 +34,18 @@ structure, every cell seeded from ``--seed`` and the cell; finished cells are ke
 ``<out>/sweep/<dataset>/`` (with the engine's tidy ``results.csv``), so a rerun resumes. The
 flatness test runs on ``svtjax.simulate`` (its profiles are not registered datasets).
 
+Exact curves: the four SVT-S methods have an exact expected SER in random order
+(``svtjax.exact``: the selection law integrated over the threshold noise and a uniform item
+order, no sampling), computed by the sweep (``exact = true``) for every SVT-S cell. The figures
+draw it as the method's line with the runs' means as markers, ``ser.csv`` has it as
+``exact_ser``, and the summary tests every run mean against it (:func:`exact_check`, Holm).
+
 Outputs (``--out``, default ``results/lyu2017/``): ``ser.csv`` (one row per dataset, ε, c,
-method, with the paper's Table 3 cell where there is one), ``fig3_<dataset>_eps<ε>.png`` (SER
-against c, one line per method, as Figure 3, the paper's values beside ours when its datasets
-ran), ``flatness.csv`` / ``flatness.png`` (the flatness test), ``claims.csv`` and
-``summary.md`` (claims table, ranking check, flatness test, Table 3 beside ours).
+method, with the exact E[SER] where there is one and the paper's Table 3 cell where there is
+one), ``fig3_<dataset>_eps<ε>.png`` (SER against c, one line per method, as Figure 3, the
+paper's values beside ours when its datasets ran), ``flatness.csv`` / ``flatness.png`` (the
+flatness test), ``claims.csv`` and ``summary.md`` (claims table, ranking check, flatness test,
+Monte Carlo against exact, Table 3 beside ours).
 
 Paper sizes: 100 runs per cell as the paper (standard error of a mean SER = std/10, at most
 0.05 and below 0.01 for most cells); the flatness test uses 400 runs per profile (SE of a
@@ -198,7 +205,9 @@ def sweep_config(config: Config, name: str, cs: Sequence[int],
     entry = sweep_dataset(name, config.cache_dir, **(dataset_kwargs or {}))
     return {
         "sweep": {"name": f"lyu2017-{name}", "trials": config.trials, "seed": config.seed,
-                  "datasets": [entry], "metrics": ["ser"], "shuffle": True, "threshold": "lyu"},
+                  "datasets": [entry], "metrics": ["ser"], "shuffle": True, "threshold": "lyu",
+                  # E[SER] by svtjax.exact beside the runs where the law is exact (SVT-S)
+                  "exact": True},
         "grid": {"epsilon": [float(e) for e in config.epsilons], "c": [int(c) for c in cs]},
         "mechanisms": [{"name": METHODS[m][0], "label": m, **METHODS[m][1]}
                        for m in config.methods],
@@ -232,7 +241,7 @@ def run(config: Config, log=print) -> tuple[list[dict[str, Any]], dict[str, str]
             rows.append({"dataset": name, "epsilon": r["epsilon"], "c": r["c"],
                          "method": r["label"], "ser_mean": r["mean"], "ser_std": std,
                          "trials": r["trials"], "threshold": float(r["threshold"]),
-                         "seconds": r["seconds"]})
+                         "seconds": r["seconds"], "exact_ser": r.get("exact_ser")})
         if config.verbose:
             log(f"[lyu2017] {name}: {len(cs)} c x {len(config.epsilons)} eps x "
                 f"{len(config.methods)} methods, {config.trials} runs each, "
@@ -473,6 +482,89 @@ def table3_comparison(rows: Sequence[dict[str, Any]], alpha: float = FWER) -> di
             "significant": [c for c in cells if c["significant"]]}
 
 
+def _bernoulli_kl(a: float, b: float) -> float:
+    """KL(Bernoulli(a) ‖ Bernoulli(b)), with 0·log 0 = 0 (``inf`` where b is 0 or 1 and a
+    is not)."""
+    def term(x, y):
+        if x == 0.0:
+            return 0.0
+        return math.inf if y == 0.0 else x * math.log(x / y)
+
+    return term(a, b) + term(1.0 - a, 1.0 - b)
+
+
+def exact_check(rows: Sequence[dict[str, Any]], alpha: float = FWER) -> dict[str, Any]:
+    """The runs' mean SER against the exact E[SER] (``svtjax.exact``, random order) of every
+    cell that has one (the SVT-S methods), Holm at ``alpha`` over those cells.
+
+    SER is a [0, 1] variable whose law is often far from normal at the papers' 100 runs (mostly
+    0 with rare large values where the top c is easy), so the test does not assume normality:
+    by Hoeffding (1963, Theorem 1 and §4) the mean of n independent [0, 1] variables with
+    mean μ satisfies P(mean ≥ x) ≤ exp(−n·KL(x ‖ μ)) for x ≥ μ (and the mirror bound below μ),
+    KL of Bernoulli laws, so p = min(1, 2·exp(−n·KL(mean ‖ E[SER]))) is a valid two-sided
+    p-value for every law of SER. (For n runs all at 0 it is 2(1 − E[SER])^n.) ``z`` (the
+    normal approximation) is reported for reading only."""
+    cells = []
+    for r in rows:
+        exact = r.get("exact_ser")
+        if exact is None or not math.isfinite(exact) or r["trials"] < 2:
+            continue
+        mean, mu = min(max(r["ser_mean"], 0.0), 1.0), min(max(exact, 0.0), 1.0)
+        gap = r["ser_mean"] - exact
+        se = r["ser_std"] / math.sqrt(r["trials"])
+        z = gap / se if se > 0 else (math.copysign(math.inf, gap) if gap else 0.0)
+        p = min(1.0, 2.0 * math.exp(-r["trials"] * _bernoulli_kl(mean, mu)))
+        cells.append({"dataset": r["dataset"], "epsilon": r["epsilon"], "c": r["c"],
+                      "method": r["method"], "mean": r["ser_mean"], "exact": exact,
+                      "trials": r["trials"], "z": z, "p": p})
+    for cell, rejected in zip(cells, holm([c["p"] for c in cells], alpha)):
+        cell["significant"] = rejected
+    finite = [abs(c["z"]) for c in cells if math.isfinite(c["z"])]
+    # the gap above E[SER] that Holm's first step would flag, per cell: the test's resolution
+    level = math.log(2.0 * max(len(cells), 1) / alpha)
+    resolution = sorted(_detectable_gap(c["exact"], c["trials"], level) for c in cells)
+    return {"alpha": alpha, "cells": cells, "max_abs_z": max(finite, default=math.nan),
+            "significant": [c for c in cells if c["significant"]],
+            "median_detectable_gap": resolution[len(resolution) // 2] if cells else math.nan}
+
+
+def _detectable_gap(mu: float, n: int, level: float) -> float:
+    """The smallest d with n·KL(μ + d ‖ μ) ≥ ``level`` (bisection; 1 − μ if none)."""
+    lo, hi = 0.0, 1.0 - min(max(mu, 0.0), 1.0)
+    if n * _bernoulli_kl(min(mu + hi, 1.0), mu) < level:
+        return hi
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if n * _bernoulli_kl(mu + mid, mu) < level else (lo, mid)
+    return hi
+
+
+def _exact_markdown(check: dict[str, Any]) -> list[str]:
+    cells = check["cells"]
+    if not cells:
+        return []
+    bad = check["significant"]
+    methods = sorted({c["method"] for c in cells}, key=list(METHODS).index)
+    lines = ["", "## Monte Carlo against the exact E[SER]", "",
+             f"{len(cells)} cells ({', '.join(methods)}) have an exact expected SER "
+             "(`svtjax.exact`, integrated over the threshold noise and the uniform item order; "
+             "the lines of the figures). Each cell's mean over its runs is tested against it "
+             "with Hoeffding's bound for [0, 1] variables (valid for any law of SER, which is "
+             "far from normal at these run counts; `exact_check`), Holm at family-wise error "
+             f"rate {check['alpha']:g}. The bound is conservative: at these run counts it "
+             f"flags a mean above E[SER] by more than {check['median_detectable_gap']:.3f} "
+             "(median over the cells), so it catches gross errors only; the engine's agreement "
+             "with the exact law at 10^5 runs is `benchmarks/bench_exact.py --part check`. "
+             "Largest |z| (normal approximation, for reading only) "
+             f"{check['max_abs_z']:.2f}; "
+             f"{len(bad)} cell(s) differ beyond Monte Carlo error"
+             + (":" if bad else " (none beyond the bound)."), ""]
+    lines += [f"* {c['dataset']} ε={c['epsilon']:g} c={c['c']} {c['method']}: runs "
+              f"{c['mean']:.4f}, exact {c['exact']:.4f}, z = {c['z']:+.1f}, p = {c['p']:.2g}"
+              for c in bad]
+    return lines
+
+
 # ---------------------------------------------------------------------------------------------
 # Claims
 # ---------------------------------------------------------------------------------------------
@@ -621,13 +713,15 @@ def claims(rows, missing, ranking, flat, t3) -> list[dict[str, str]]:
 # ---------------------------------------------------------------------------------------------
 def write_csv(rows: Sequence[dict[str, Any]], path: str) -> None:
     fields = ["dataset", "epsilon", "c", "method", "ser_mean", "ser_std", "trials", "threshold",
-              "seconds", "paper_mean", "paper_std"]
+              "seconds", "exact_ser", "paper_mean", "paper_std"]
     with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
         w.writeheader()
         for r in rows:
             p = TABLE3.get((r["dataset"], r["epsilon"], r["c"], r["method"]))
-            w.writerow({**r, "paper_mean": "" if p is None else p[0],
+            exact = r.get("exact_ser")
+            w.writerow({**r, "exact_ser": "" if exact is None else exact,
+                        "paper_mean": "" if p is None else p[0],
                         "paper_std": "" if p is None else p[1]})
 
 
@@ -640,7 +734,9 @@ STYLES = {"SVT-DPBook": ("k", "o", "-"), "SVT-S-1:1": ("tab:blue", "s", "-"),
 def plot(rows: Sequence[dict[str, Any]], out: str, flat: Optional[dict] = None) -> list[str]:
     """One PNG per (dataset, ε): SER against c, one line per method (Figure 3's layout), the
     paper's Table 3 values (mean ± std, hollow markers) where it has the cell; SER on a
-    symmetric-log axis (linear below 0.01) since it spans decades; and the flatness test."""
+    symmetric-log axis (linear below 0.01) since it spans decades; and the flatness test.
+    A method whose rows carry an exact E[SER] (SVT-S: ``svtjax.exact``) is drawn as that exact
+    line with its Monte Carlo means as markers on it."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -650,13 +746,23 @@ def plot(rows: Sequence[dict[str, Any]], out: str, flat: Optional[dict] = None) 
     for dataset, eps in sorted({(r["dataset"], r["epsilon"]) for r in rows}):
         fig, ax = plt.subplots(figsize=(7.5, 4))
         cs = set()
+        any_exact = False
         for method in METHODS:
             pts = sorted((r["c"], r["ser_mean"]) for r in rows
                          if (r["dataset"], r["epsilon"], r["method"]) == (dataset, eps, method))
             if not pts:
                 continue
             color, marker, ls = STYLES[method]
-            ax.plot(*zip(*pts), color=color, marker=marker, ls=ls, label=method, ms=4, lw=1)
+            exact = sorted((r["c"], r["exact_ser"]) for r in rows
+                           if (r["dataset"], r["epsilon"], r["method"]) == (dataset, eps, method)
+                           and r.get("exact_ser") is not None)
+            if exact:  # the exact curve, the runs' means as markers on it
+                ax.plot(*zip(*exact), color=color, ls=ls, lw=1.2)
+                ax.plot(*zip(*pts), color=color, marker=marker, ls="none",
+                        label=f"{method} (line: exact)", ms=4)
+                any_exact = True
+            else:
+                ax.plot(*zip(*pts), color=color, marker=marker, ls=ls, label=method, ms=4, lw=1)
             cs |= {c for c, _ in pts}
             paper = [(c, *TABLE3[(dataset, eps, c, method)]) for c, _ in pts
                      if (dataset, eps, c, method) in TABLE3]
@@ -674,7 +780,9 @@ def plot(rows: Sequence[dict[str, Any]], out: str, flat: Optional[dict] = None) 
         ticks = sorted(cs)
         ax.set_xticks(ticks)
         ax.set_xticklabels([str(c) for c in ticks], fontsize=7)
-        ax.set_title(f"Lyu et al. 2017 Fig. 3 / Table 3: {dataset}, ε = {eps:g}", fontsize=9)
+        ax.set_title(f"Lyu et al. 2017 Fig. 3 / Table 3: {dataset}, ε = {eps:g}"
+                     + ("\nmarkers: Monte Carlo means; lines marked exact: E[SER] by svtjax.exact"
+                        if any_exact else ""), fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6.5, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
         fig.tight_layout()
@@ -799,6 +907,7 @@ def report(rows, missing, config: "Config", seconds: float,
                   f"{c['paper']:.3f} ± {c['paper_std']:.3f}, ours {c['ours']:.3f} ± "
                   f"{c['ours_std']:.3f}, z = {c['z']:+.1f}" for c in t3["significant"]] or [
                       "* none"]
+    parts += _exact_markdown(exact_check(rows, config.alpha))
     parts += ["", "## SER: paper's Table 3 beside ours", "", table3_markdown(rows), ""]
     return "\n".join(parts)
 

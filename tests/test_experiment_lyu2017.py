@@ -34,9 +34,14 @@ def test_tiny_run_writes_outputs(tmp_path):
     assert all(0.0 <= r["ser_mean"] <= 1.0 and r["ser_std"] >= 0.0 for r in rows)
     # Lyu's zipf (10^6 records), not Liu's: the threshold at c = 50 is (2043 + 2003) / 2
     assert {r["threshold"] for r in rows if r["c"] == 50} == {2023.0}
+    # SVT-S has an exact E[SER] (svtjax.exact, random order); DPBook (resamples) and EM do not
+    assert all((r["exact_ser"] is not None) == (r["method"] == "SVT-S-1:c^(2/3)") for r in rows)
     text = lyu2017.write_outputs(rows, missing, config, 1.0, log=lambda *a: None)
     with open(tmp_path / "ser.csv") as f:
-        assert len(list(csv.DictReader(f))) == len(rows)
+        table = list(csv.DictReader(f))
+    assert len(table) == len(rows)
+    assert [r["exact_ser"] != "" for r in table] == [r["exact_ser"] is not None for r in rows]
+    assert "## Monte Carlo against the exact E[SER]" in text and "2 cells (SVT-S-1:c^(2/3))" in text
     assert (tmp_path / "fig3_lyu-zipf_eps0.5.png").stat().st_size > 0
     assert (tmp_path / "summary.md").read_text() == text
     assert "## Claims checked" in text and "| lyu-zipf | 0.5 | 25 | EM |" in text
@@ -44,6 +49,49 @@ def test_tiny_run_writes_outputs(tmp_path):
         claims = list(csv.DictReader(f))
     assert claims and all(c["verdict"] in VERDICTS for c in claims)
     assert all(c["explanation"] for c in claims if c["verdict"] != "agree")
+
+
+def test_exact_check_flags_a_run_mean_off_its_exact_value():
+    """Hoeffding's bound p = 2·exp(−n·KL(mean ‖ E[SER])), valid for any [0, 1] law, Holm over
+    the cells: a skewed cell that the normal approximation would flag (z = −3.6 at 20 runs,
+    the quick run's lyu-zipf SVT-S-1:3) is consistent; a mean far off is not."""
+    def row(mean, std, exact, c, trials=100):
+        return dict(dataset="d", epsilon=0.5, c=c, trials=trials, method="SVT-S-1:1",
+                    ser_mean=mean, ser_std=std, exact_ser=exact)
+
+    rows = [row(0.0075, 0.0093, 0.0162, 25, trials=20),  # skewed: |z| 3.6, consistent
+            row(0.30, 0.05, 0.60, 50),                     # off by 0.3 at 100 runs
+            row(0.0, 0.0, 0.001, 75),                      # 100 zeros, E = 0.001
+            row(0.0, 0.0, 0.2, 100),                       # 100 zeros, E = 0.2: p = 2·0.8^100
+            row(0.5, 0.1, None, 125)]                      # no exact value: not a cell
+    check = lyu2017.exact_check(rows)
+    assert [c["c"] for c in check["cells"]] == [25, 50, 75, 100]
+    assert abs(check["cells"][0]["z"]) > 3.5
+    assert [c["c"] for c in check["significant"]] == [50, 100]
+    assert check["cells"][3]["p"] == pytest.approx(2 * 0.8 ** 100)
+    assert check["cells"][2]["p"] == 1.0
+    text = "\n".join(lyu2017._exact_markdown(check))
+    assert "2 cell(s) differ" in text and "c=100" in text and "c=75" not in text
+
+
+def test_exact_check_family_wise_error_on_skewed_runs():
+    """Runs from a known, very skewed [0, 1] law (SER 0 w.p. 0.95, else Uniform(0.1, 0.5);
+    mean 0.015) at 20 runs per cell: over 500 families of 16 cells the check flags a family at
+    most at rate α = 0.05 (bound: 25 + 5 SE); with the exact value claimed 10x too large
+    (0.15) at 100 runs, it flags nearly every family."""
+    rng = np.random.default_rng(7)
+
+    def family(exact, runs):
+        rows = []
+        for c in range(16):
+            x = np.where(rng.random(runs) < 0.95, 0.0, rng.uniform(0.1, 0.5, runs))
+            rows.append(dict(dataset="d", epsilon=0.5, c=c, trials=runs, method="SVT-S-1:1",
+                             ser_mean=float(x.mean()), ser_std=float(x.std(ddof=1)),
+                             exact_ser=exact))
+        return bool(lyu2017.exact_check(rows)["significant"])
+
+    assert sum(family(0.015, 20) for _ in range(500)) <= 25 + 5 * math.sqrt(500 * 0.05 * 0.95)
+    assert sum(family(0.15, 100) for _ in range(100)) >= 95
 
 
 def _rows(means, trials=100, std=0.05, dataset="d", eps=0.5, c=50):
