@@ -26,7 +26,10 @@ Figures 3, 4, 5(a-d), 6, 7 (NCR and its F1 version) and 8.
   keeps the top c; a second variant uses SVT-Exp's own scale 2cΔ/ε2.
 * Figure 8 — NCR against the number of traversals (1, 2, 3, 5, 10) at ε = 0.1, and on
   T40I10D100K also at ε = 1.0 (the paper's ε for this figure is not in its text; the second
-  value shows whether the T40I10D100K finding depends on it).
+  value shows whether the T40I10D100K finding depends on it). At one traversal every method
+  has an exact law: the figure marks svtjax.exact's E[NCR] there (``exact_ncr`` in
+  ``fig8.csv``) and the summary tests the runs against it. More traversals (APPEND re-reads
+  the stream, as do Figure 7's ten) have no exact law in svtjax.exact, so Figure 7 has none.
 
 ``summary.md`` opens with the claims table (every statement of Secs. 4.3 and 5.5 with the
 paper's number, ours, the tolerance, the verdict and the explanation of each disagreement;
@@ -76,6 +79,7 @@ from ._common import (
     claim,
     claims_markdown,
     enable_cache,
+    exact_agreement,
     experiment_parser,
     group_rows,
     holm,
@@ -362,7 +366,8 @@ def fig8_sweep(config: Config, name: str, data) -> dict[str, Any]:
     threshold, c, delta = _setting(data)
     m = len(data.scores)
     passes = [int(p) for p in config.fig8_passes]
-    return {"sweep": _sweep_head(config, "fig8", name, threshold),
+    # exact E[NCR] (svtjax.exact) where the law is exact: one traversal
+    return {"sweep": {**_sweep_head(config, "fig8", name, threshold), "exact": True},
             "grid": {"epsilon": [float(e) for e in (
                 config.fig8_epsilons if name in config.fig8_sensitivity
                 else config.fig8_epsilons[:1])], "c": [c]},
@@ -387,6 +392,8 @@ def _points(result) -> list[dict[str, Any]]:
         for metric, row in by.items():
             p[metric] = row["mean"]
             p[f"{metric}_se"] = row["se"] if math.isfinite(row["se"]) else 0.0  # one trial
+        if "exact_ncr" in r:  # a sweep with exact columns (Figure 8)
+            p["exact_ncr"] = r["exact_ncr"]
         points.append(p)
     return points
 
@@ -413,7 +420,8 @@ def _figure_rows(points, data, config: Config, passes_default: int) -> list[dict
         rows.append({"dataset": data.name, "epsilon": eps, "passes": passes, "method": method,
                      "c": c, "threshold": threshold, "trials": p["trials"], "r": r,
                      "ncr": p["ncr"], "ncr_se": p["ncr_se"], "f1": p["f1"], "f1_se": p["f1_se"],
-                     "seconds": p["seconds"]})
+                     "seconds": p["seconds"],
+                     **({"exact_ncr": p["exact_ncr"]} if "exact_ncr" in p else {})})
     order = {m: i for i, m in enumerate(SVT_METHODS + (UPPER, UPPER_SVT))}
     rows.sort(key=lambda r: (r["epsilon"], r["passes"], order[r["method"]]))
     return rows
@@ -663,11 +671,19 @@ def plot(res, out) -> list[str]:
                 ax.errorbar([r["passes"] for r in rs], [r["ncr"] for r in rs],
                             yerr=[2 * r["ncr_se"] for r in rs], color=color, marker=marker,
                             ls=ls, ms=4, capsize=2, label=m)
+                ex = [(r["passes"], r["exact_ncr"]) for r in rs
+                      if r.get("exact_ncr") is not None]
+                if ex:  # one traversal: the exact E[NCR] of svtjax.exact
+                    ax.plot(*zip(*ex), color=color, marker="_", ms=16, mew=2, ls="none",
+                            label=f"{m}: exact E[NCR]" if m == SVT_METHODS[0] else None)
             ticks = sorted({r["passes"] for r in res["fig8"] if r["dataset"] == ds})
             ax.set_xticks(ticks)
             ax.set_xticklabels([str(t) for t in ticks])
             ax.set(xlabel="traversals", ylabel="NCR (± 2 SE)", ylim=(-0.02, 1.02),
-                   title=f"Fig. 8: {ds}, ε = {e:g}")
+                   title=f"Fig. 8: {ds}, ε = {e:g}" + ("\n(bars: exact E[NCR], one traversal)"
+                                                       if any(r.get("exact_ncr") is not None
+                                                              for r in res["fig8"]
+                                                              if r["dataset"] == ds) else ""))
             ax.grid(alpha=0.3)
         axes[0][-1].legend(fontsize=6.5, loc="center left", bbox_to_anchor=(1.01, 0.5),
                            frameon=False)
@@ -1066,8 +1082,32 @@ def summary_markdown(res, config: Config, seconds: float) -> str:
                                       for r in res["fig8"]):
             out.append(f"| {ds} | {e:g} | {p} | " + " | ".join(
                 f"{by8[(ds, e, p, m)]['ncr']:.3f} ± {by8[(ds, e, p, m)]['ncr_se']:.3f}"
+                + ("" if by8[(ds, e, p, m)].get("exact_ncr") is None else
+                   f" (exact {by8[(ds, e, p, m)]['exact_ncr']:.3f})")
                 for m in SVT_METHODS) + " |")
+        out += _exact_markdown(res["fig8"])
     return "\n".join(out) + "\n"
+
+
+def _exact_markdown(fig8) -> list[str]:
+    """Figure 8's one-traversal NCR means against their exact E[NCR] (Hoeffding, Holm)."""
+    check = exact_agreement([{"dataset": r["dataset"], "epsilon": r["epsilon"],
+                              "method": r["method"], "mean": r["ncr"],
+                              "exact": r.get("exact_ncr"), "trials": r["trials"],
+                              "se": r["ncr_se"]} for r in fig8])
+    if not check["cells"]:
+        return []
+    bad = check["significant"]
+    lines = ["", f"Exact E[NCR] (`svtjax.exact`; one traversal, the only setting with an exact "
+             f"law: more traversals re-read the stream): {len(check['cells'])} cells, each "
+             "run mean tested against it with Hoeffding's bound for [0, 1] variables (valid "
+             f"for any law of NCR), Holm at {check['alpha']:g}; it flags gaps above "
+             f"{check['median_detectable_gap']:.3f} (median), so it catches gross errors only. "
+             f"Largest |z| (normal approximation, for reading) {check['max_abs_z']:.2f}; "
+             f"{len(bad)} cell(s) beyond the bound" + (":" if bad else "."), ""]
+    lines += [f"* {c['dataset']} ε={c['epsilon']:g} {c['method']}: runs {c['mean']:.4f}, "
+              f"exact {c['exact']:.4f}, p = {c['p']:.2g}" for c in bad]
+    return lines
 
 
 def write_outputs(res, config: Config, seconds: float, log=print) -> str:

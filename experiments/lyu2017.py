@@ -75,6 +75,7 @@ from ._common import (
     claim,
     claims_markdown,
     enable_cache,
+    exact_agreement,
     experiment_parser,
     holm,
     load_available,
@@ -482,61 +483,16 @@ def table3_comparison(rows: Sequence[dict[str, Any]], alpha: float = FWER) -> di
             "significant": [c for c in cells if c["significant"]]}
 
 
-def _bernoulli_kl(a: float, b: float) -> float:
-    """KL(Bernoulli(a) ‖ Bernoulli(b)), with 0·log 0 = 0 (``inf`` where b is 0 or 1 and a
-    is not)."""
-    def term(x, y):
-        if x == 0.0:
-            return 0.0
-        return math.inf if y == 0.0 else x * math.log(x / y)
-
-    return term(a, b) + term(1.0 - a, 1.0 - b)
-
-
 def exact_check(rows: Sequence[dict[str, Any]], alpha: float = FWER) -> dict[str, Any]:
     """The runs' mean SER against the exact E[SER] (``svtjax.exact``, random order) of every
-    cell that has one (the SVT-S methods), Holm at ``alpha`` over those cells.
-
-    SER is a [0, 1] variable whose law is often far from normal at the papers' 100 runs (mostly
-    0 with rare large values where the top c is easy), so the test does not assume normality:
-    by Hoeffding (1963, Theorem 1 and §4) the mean of n independent [0, 1] variables with
-    mean μ satisfies P(mean ≥ x) ≤ exp(−n·KL(x ‖ μ)) for x ≥ μ (and the mirror bound below μ),
-    KL of Bernoulli laws, so p = min(1, 2·exp(−n·KL(mean ‖ E[SER]))) is a valid two-sided
-    p-value for every law of SER. (For n runs all at 0 it is 2(1 − E[SER])^n.) ``z`` (the
-    normal approximation) is reported for reading only."""
-    cells = []
-    for r in rows:
-        exact = r.get("exact_ser")
-        if exact is None or not math.isfinite(exact) or r["trials"] < 2:
-            continue
-        mean, mu = min(max(r["ser_mean"], 0.0), 1.0), min(max(exact, 0.0), 1.0)
-        gap = r["ser_mean"] - exact
-        se = r["ser_std"] / math.sqrt(r["trials"])
-        z = gap / se if se > 0 else (math.copysign(math.inf, gap) if gap else 0.0)
-        p = min(1.0, 2.0 * math.exp(-r["trials"] * _bernoulli_kl(mean, mu)))
-        cells.append({"dataset": r["dataset"], "epsilon": r["epsilon"], "c": r["c"],
-                      "method": r["method"], "mean": r["ser_mean"], "exact": exact,
-                      "trials": r["trials"], "z": z, "p": p})
-    for cell, rejected in zip(cells, holm([c["p"] for c in cells], alpha)):
-        cell["significant"] = rejected
-    finite = [abs(c["z"]) for c in cells if math.isfinite(c["z"])]
-    # the gap above E[SER] that Holm's first step would flag, per cell: the test's resolution
-    level = math.log(2.0 * max(len(cells), 1) / alpha)
-    resolution = sorted(_detectable_gap(c["exact"], c["trials"], level) for c in cells)
-    return {"alpha": alpha, "cells": cells, "max_abs_z": max(finite, default=math.nan),
-            "significant": [c for c in cells if c["significant"]],
-            "median_detectable_gap": resolution[len(resolution) // 2] if cells else math.nan}
-
-
-def _detectable_gap(mu: float, n: int, level: float) -> float:
-    """The smallest d with n·KL(μ + d ‖ μ) ≥ ``level`` (bisection; 1 − μ if none)."""
-    lo, hi = 0.0, 1.0 - min(max(mu, 0.0), 1.0)
-    if n * _bernoulli_kl(min(mu + hi, 1.0), mu) < level:
-        return hi
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if n * _bernoulli_kl(mu + mid, mu) < level else (lo, mid)
-    return hi
+    cell that has one (the SVT-S methods): :func:`experiments._common.exact_agreement`
+    (Hoeffding's bound, valid for the skewed laws of SER at the papers' 100 runs; Holm at
+    ``alpha``)."""
+    cells = [{"dataset": r["dataset"], "epsilon": r["epsilon"], "c": r["c"],
+              "method": r["method"], "mean": r["ser_mean"], "exact": r.get("exact_ser"),
+              "trials": r["trials"], "se": r["ser_std"] / math.sqrt(r["trials"])}
+             for r in rows]
+    return exact_agreement(cells, alpha)
 
 
 def _exact_markdown(check: dict[str, Any]) -> list[str]:

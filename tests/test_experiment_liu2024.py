@@ -114,3 +114,24 @@ def test_fig8_claim_on_t40_is_judged():
     assert fails["verdict"] == "disagree" and "Figure 8 ε is not stated" in fails["explanation"]
     one = liu2024._fig8_claims({"fig8": _fig8_rows({2: 0.0}), "fig6": []}, config)
     assert [c["verdict"] for c in one if "T40I10D100K" in c["claim"]] == ["not checked"]
+
+
+def test_fig8_one_traversal_points_carry_the_exact_ncr(tmp_path):
+    """Issue 17 item 7: Figure 8's sweep asks for exact columns; its one-traversal points (the
+    only ones with an exact law) carry svtjax.exact's E[NCR] into the rows, the figure and the
+    summary's agreement check, and the others carry none."""
+    from svtjax import datasets, sweep
+
+    data = datasets.load("adult")
+    config = liu2024.Config(fig8_passes=(1, 2), fig8_epsilons=(1.0,), trials=200)
+    cfg = liu2024.fig8_sweep(config, "adult", data)
+    assert cfg["sweep"]["exact"] is True
+    cfg["mechanisms"] = [m for m in cfg["mechanisms"] if m["label"] == "SVT-Exp (optimal)"]
+    result = sweep.run(cfg, str(tmp_path / "sweep"), log=lambda *a: None)
+    rows = liu2024._figure_rows(liu2024._points(result), data, config, 1)
+    assert [(r["passes"], r["exact_ncr"] is not None) for r in rows] == [(1, True), (2, False)]
+    one = rows[0]
+    assert 0.0 < one["exact_ncr"] <= 1.0
+    assert abs(one["ncr"] - one["exact_ncr"]) < 5 * one["ncr_se"]  # fixed seed
+    text = "\n".join(liu2024._exact_markdown(rows))
+    assert "1 cells" in text and "0 cell(s) beyond the bound" in text
