@@ -116,6 +116,8 @@ def _exp_minus_laplace(mu: float, b: float):
     def D(z):  # (e^{-z/μ} − e^{-z/b}) / (μ − b), z ≥ 0
         if near:
             return z * np.exp(-z / mu) / mu ** 2
+        if d < 0:  # μ < b: factor out the slower e^{-z/b} (the other form overflows: ∞ · 0)
+            return np.exp(-z / b) * np.expm1(z * d / (b * mu)) / d
         return np.exp(-z / mu) * -np.expm1(-z * d / (b * mu)) / d
 
     def sf_pos(z):
@@ -299,7 +301,8 @@ def optimal(query_noise: Noise, threshold_noise: Noise, k: int, alpha: float = 0
 
     # log p is concave: bracket the maximum on a coarse grid, then Brent in the bracket.
     grid = s * np.linspace(-20.0, 20.0 + 3.0 * math.log(k + 1.0), 401) + alpha
-    vals = np.array([neg_log_p(x) for x in grid])
+    vals = -(k * np.log(np.maximum(np.asarray(cdf(grid + alpha), float), 1e-300))
+             + np.log(np.maximum(np.asarray(sf(grid - alpha), float), 1e-300)))
     i = int(np.clip(np.argmin(vals), 1, len(grid) - 2))
     from scipy import optimize
 

@@ -40,6 +40,31 @@ def test_exp_minus_laplace_closed_form_against_quadrature(mu, b):
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-13)
 
 
+def test_exp_minus_laplace_far_tail_when_the_query_scale_is_the_smaller():
+    """μ ≪ b: the closed form's e^{-z/μ} · expm1(z(b − μ)/(bμ)) overflowed to 0 · ∞ = NaN far
+    in the tail, and NaN on r^op's search grid put the bracket there (r^op = 563 for a true
+    91: svt-exp at a small threshold share, as optimal_allocation searches)."""
+    mu, b = 0.7591925256924097, 18.366003607574598
+    zs = np.array([50.0, 500.0, 5000.0, 1e5])
+    got = correction.difference_cdf(zs, Exponential(mu), Laplace(b), method="closed")
+    assert np.all(np.isfinite(got)) and np.all(np.diff(got) >= 0) and got[-1] == 1.0
+    sf = 1 - correction.difference_cdf(zs[:2], Exponential(mu), Laplace(b), method="closed")
+    np.testing.assert_allclose(sf, _sf_tail(zs[:2], mu, b), rtol=1e-8, atol=1e-15)
+    r = correction.optimal(Exponential(mu), Laplace(b), 272)
+    assert r == pytest.approx(correction.optimal(Exponential(mu), Laplace(b), 272,
+                                                 method="quad"), rel=1e-6)
+
+
+def _sf_tail(z, mu, b):
+    """P(ν − ρ ≥ z) for z ≥ 0, ν ~ Exp(μ), ρ ~ Lap(b), by quadrature."""
+    nu, rho = stats.expon(scale=mu), stats.laplace(scale=b)
+    def piece(x, lo, hi):
+        return integrate.quad(lambda y: rho.pdf(y) * nu.sf(x + y), lo, hi, epsabs=0,
+                              epsrel=1e-12, limit=400)[0]
+
+    return np.array([piece(x, -np.inf, -x) + piece(x, -x, np.inf) for x in z])
+
+
 def test_closed_form_against_monte_carlo():
     rng = np.random.default_rng(0)
     x = rng.exponential(2.0, 400_000) - rng.laplace(0, 1.5, 400_000)
