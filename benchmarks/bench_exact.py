@@ -47,6 +47,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -205,16 +206,28 @@ def _mechanisms(n: int, c: int, eps: float) -> list[tuple[str, object]]:
     ]
 
 
-def check(quick: bool, trials: int, eps: float) -> dict:
+def check(quick: bool, trials: int, eps: float, partial: Optional[Path] = None) -> dict:
+    """``partial``: a JSON-lines file of finished rows; rows already there (same trials and ε)
+    are reused and new ones appended, so an interrupted check resumes (each case's seed is its
+    index, whatever ran before)."""
     datasets = ("bms-webview-1",) if quick else ("zipf", "retail", "bms-webview-1",
                                                  "t10i4d100k")
     cs = (25,) if quick else (25, 50, 100)
     rows, failures = [], 0
+    done = {}
+    if partial is not None and partial.exists():
+        for line in partial.read_text().splitlines():
+            r = json.loads(line)
+            if r["mc"]["trials"] == trials and r["epsilon"] == eps:
+                done[(r["dataset"], r["c"], r["order"], r["mechanism"])] = r
     seed = 0
     for name in datasets:
         q = svtjax.datasets.load(name).scores
         for c in cs:
             t = svtjax.datasets.lyu_threshold(q, c)
+            # every (dataset, c) compiles its own kernels: drop them, or a long check runs
+            # into the process's memory-map limit (LLVM "Cannot allocate memory")
+            jax.clear_caches()
             for shuffle in (False, True):
                 order = "random" if shuffle else "fixed"
                 cases = _mechanisms(q.size, c, eps)
@@ -224,6 +237,13 @@ def check(quick: bool, trials: int, eps: float) -> dict:
                 for label, mech in cases + [("svt-s query noise x1.1 (must be rejected)",
                                              wrong)]:
                     seed += 1
+                    old = done.get((name, c, order, label))
+                    if old is not None:
+                        rows.append(old)
+                        failures += not old["ok"]
+                        print(f"[check] {name} c={c} {order} {label}: reused -> "
+                              f"{old['verdict']}", flush=True)
+                        continue
                     t0 = time.perf_counter()
                     m = exact.expected_metrics(mech, q, t, shuffle=shuffle)
                     t_exact = time.perf_counter() - t0
@@ -255,6 +275,9 @@ def check(quick: bool, trials: int, eps: float) -> dict:
                            "z_picks": z_picks, "ok": bool(ok), "verdict": verdict,
                            "seconds_exact": t_exact}
                     rows.append(row)
+                    if partial is not None:
+                        with open(partial, "a", encoding="utf-8") as f:
+                            f.write(json.dumps(row) + "\n")
                     print(f"[check] {name} c={c} {order} {label}: SER exact "
                           f"{float(m['ser']):.5f} mc {mc['ser']:.5f}±{mc['ser_se']:.5f} "
                           f"(z={z_ser:+.2f}), |S| exact {float(m['picks']):.3f} mc "
@@ -329,12 +352,16 @@ def main(argv=None) -> int:
     if args.part in ("accuracy", "all"):
         record["accuracy"] = accuracy(args.quick)
     if args.part in ("check", "all"):
-        record["check"] = check(args.quick, args.trials, args.epsilon)
+        args.out.mkdir(parents=True, exist_ok=True)
+        record["check"] = check(args.quick, args.trials, args.epsilon,
+                                args.out / f"exact-check-partial-{args.trials}.jsonl")
     record["machine"]["loadavg_end"] = os.getloadavg()
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"exact-{socket.gethostname()}-{now:%Y-%m-%dT%H%M%S}.json"
     path.write_text(json.dumps(record, indent=2))
     print(f"wrote {path}")
+    if "check" in record:  # the finished check is in the record: its resume file goes
+        (args.out / f"exact-check-partial-{args.trials}.jsonl").unlink(missing_ok=True)
     return 1 if record.get("check", {}).get("failures") else 0
 
 
