@@ -437,6 +437,88 @@ def reproduce_md(results_dir: Path) -> list:
     return out + [""]
 
 
+def _latest_exact(results_dir: Path, part: str) -> Optional[dict]:
+    """The latest full (not ``--quick``) bench_exact record holding ``part``."""
+    recs = []
+    for path in sorted(Path(results_dir).glob("exact-*.json")):
+        try:
+            rec = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if rec.get("schema") == "svtjax-bench-exact/1" and part in rec and not rec.get("quick"):
+            rec["_path"] = path
+            recs.append(rec)
+    return max(recs, key=lambda r: r["created"]) if recs else None
+
+
+def _source(rec: dict, results_dir: Path, command: str) -> str:
+    m = rec["machine"]
+    load = ", ".join(f"{x:.2f}" for x in m.get("loadavg_end") or ())
+    return (f"Source: `{os.path.relpath(rec['_path'], Path(results_dir).parent)}` (`{command}`, "
+            f"run {rec['created']} at commit {m.get('commit', '?')}, on `{m.get('host', '?')}`, "
+            f"{m.get('cpus', '?')} CPUs, jax {m.get('jax', '?')}; load average at the end "
+            f"{load}).")
+
+
+def exact_md(results_dir: Path) -> list:
+    """The svtjax.exact section: speed, quadrature accuracy and the Monte Carlo check, each from
+    the latest full record of benchmarks/bench_exact.py that has it."""
+    out = ["## svtjax.exact", ""]
+    rec = _latest_exact(results_dir, "speed")
+    if rec is None:
+        out += ["No speed record yet: `python benchmarks/bench_exact.py --part speed`.", ""]
+    else:
+        sp = rec["speed"]
+        out += [_source(rec, results_dir, "python benchmarks/bench_exact.py --part speed"), "",
+                f"A {len(sp['epsilons'])}-point ε curve of exact E[SER], {sp['mechanism']}, "
+                f"{sp['dataset']} n = {sp['n']}, c = {sp['c']}: seconds.", "",
+                "| order | first call, new process (compilation included) | second call | "
+                "Monte Carlo for SE 1e-4 (extrapolated) | doubled rule: max change of "
+                "P(i ∈ S) |", "|---|---|---|---|---|"]
+        for order in ("random", "fixed"):
+            o = sp.get(order)
+            if o:
+                out.append(f"| {order} | {o['seconds_first_call_new_process']:.2f} | "
+                           f"{o['seconds_second_call']:.2f} | "
+                           f"{o['mc_seconds_for_se_1e-4_extrapolated']:.0f} | "
+                           f"{o['doubled_max_abs_change_member']:.1e} |")
+        out.append("")
+    rec = _latest_exact(results_dir, "accuracy")
+    if rec is None:
+        out += ["No accuracy record yet: `python benchmarks/bench_exact.py --part accuracy`.",
+                ""]
+    else:
+        rows = rec["accuracy"]["rows"]
+        out += [_source(rec, results_dir, "python benchmarks/bench_exact.py --part accuracy"),
+                "", "Default rule against a far finer one (fixed order, c = 50):", "",
+                "| dataset | mechanism | ε | nodes | max abs error of P(i ∈ S) | doubled rule "
+                "changes it by |", "|---|---|---|---|---|---|"]
+        out += [f"| {r['dataset']} | {r['mechanism']} | {r['epsilon']:g} | {r['nodes']} | "
+                f"{r['max_abs_error_vs_reference']:.1e} | {r['max_abs_change_doubled']:.1e} |"
+                for r in rows]
+        out.append("")
+    rec = _latest_exact(results_dir, "check")
+    if rec is None:
+        out += ["No Monte Carlo check record yet: `python benchmarks/bench_exact.py --part "
+                "check`.", ""]
+    else:
+        ch = rec["check"]
+        rows = ch["rows"]
+        claim = [r for r in rows if "rejected" not in r["mechanism"]]
+        wrong = [r for r in rows if "rejected" in r["mechanism"]]
+        zmax = max(max(abs(r["z_ser"]), abs(r["z_picks"])) for r in claim) if claim else 0.0
+        zmin = min(max(abs(r["z_ser"]), abs(r["z_picks"])) for r in wrong) if wrong else 0.0
+        out += [_source(rec, results_dir, "python benchmarks/bench_exact.py --part check"), "",
+                f"Exact E[SER] and E[|S|] against {ch['trials']:,} simulated trials per case "
+                f"(ε = {ch['epsilon']:g}; {len({r['dataset'] for r in rows})} datasets, "
+                f"c ∈ {sorted({r['c'] for r in rows})}, fixed and random order): "
+                f"{sum(r['ok'] for r in claim)} of {len(claim)} cases within {ch['z']:g} "
+                f"standard errors (largest |z| {zmax:.2f}); the mis-scaled mechanism (query "
+                f"noise × 1.1) rejected in {sum(r['ok'] for r in wrong)} of {len(wrong)} "
+                f"(smallest |z| {zmin:.1f}). Failures: {ch['failures']}.", ""]
+    return out
+
+
 def allocator_md(results_dir: Path) -> list:
     """The allocator section: the latest record of benchmarks/bench_allocator.py."""
     rec = _latest(results_dir, "allocator-*.json", "svtjax-allocator/1")
@@ -539,7 +621,8 @@ def write_results_md(results_dir: Path, output: Path, suites: Sequence[str] = ("
                 if r["machine"]["machine_id"] not in shown and r["device"]["backend"] != "cpu"]
     text = render_results_md(records, Path(results_dir))
     head, sep, rest = text.partition("\n## GPU")
-    text = (head + "\n" + "\n".join(reproduce_md(Path(results_dir)) + allocator_md(
-        Path(results_dir)) + versions_md(Path(results_dir))) + sep + rest)
+    text = (head + "\n" + "\n".join(reproduce_md(Path(results_dir)) + exact_md(
+        Path(results_dir)) + allocator_md(Path(results_dir)) + versions_md(Path(results_dir)))
+        + sep + rest)
     Path(output).write_text(text)
     return Path(output)

@@ -343,3 +343,33 @@ def test_versions_section_renders_the_latest_record(tmp_path):
     assert "| svt-s | fixed | 20.0 | 40.0 | 0.50x |" in text  # the later record only
     assert "aaaaaaa ms" in text and "bbbbbbb ÷ aaaaaaa" in text
     assert "No record yet" in "\n".join(render.versions_md(tmp_path / "missing"))
+
+
+def test_exact_section_renders_the_latest_full_records(tmp_path):
+    """RESULTS.md's svtjax.exact section: speed, accuracy and the Monte Carlo check, each from
+    the latest full (not --quick) bench_exact record that holds it."""
+    import json
+
+    machine = {"host": "vm", "cpus": 2, "jax": "0.10.2", "commit": "abc", "loadavg_end": [1, 1, 1]}
+    speed = {"dataset": "zipf", "n": 10, "c": 2, "epsilons": [0.1, 1.0], "mechanism": "svt-s",
+             "fixed": {"seconds_first_call_new_process": 1.25, "seconds_second_call": 0.5,
+                       "mc_seconds_for_se_1e-4_extrapolated": 99.0,
+                       "doubled_max_abs_change_member": 1e-12}}
+    rows = [{"dataset": "zipf", "c": 2, "mechanism": "svt-s", "ok": True, "z_ser": 1.5,
+             "z_picks": -0.5},
+            {"dataset": "zipf", "c": 2, "mechanism": "svt-s x1.1 (must be rejected)",
+             "ok": True, "z_ser": 9.0, "z_picks": 0.1}]
+    records = {"exact-vm-1.json": {"created": "2026-01-01", "speed": speed},
+               "exact-vm-2.json": {"created": "2026-01-02", "quick": True,
+                                   "speed": {**speed, "c": 99}},
+               "exact-vm-3.json": {"created": "2026-01-03", "check": {
+                   "epsilon": 0.5, "trials": 1000, "z": 4, "rows": rows, "failures": 0}}}
+    for name, rec in records.items():
+        (tmp_path / name).write_text(json.dumps({"schema": "svtjax-bench-exact/1",
+                                                 "machine": machine, **rec}))
+    text = "\n".join(render.exact_md(tmp_path))
+    assert "| fixed | 1.25 | 0.50 | 99 | 1.0e-12 |" in text and "c = 2:" in text
+    assert "exact-vm-1.json" in text and "exact-vm-2.json" not in text  # --quick is skipped
+    assert "No accuracy record yet" in text
+    assert "1 of 1 cases within 4 standard errors (largest |z| 1.50)" in text
+    assert "rejected in 1 of 1 (smallest |z| 9.0)" in text
