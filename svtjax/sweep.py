@@ -1614,6 +1614,11 @@ def _why(err: Exception) -> str:
     return text.removeprefix("svtjax.exact: ")
 
 
+_EXACT_GROUP = 16
+"""At most this many points per exact call: the call's node weights are [nodes, points], so its
+memory grows with the square of the group."""
+
+
 class _Exact:
     """The exact columns of one run: which points qualify (and why not), computed per point.
 
@@ -1708,8 +1713,8 @@ class _Exact:
         p = self.points[i]
         scores = self.scores_by[p.dataset]
         key = self._key(i)
-        group = [i] + [j for j in sorted(self.wanted) if j != i and j not in self.ready
-                       and self._key(j) == key]
+        group = ([i] + [j for j in sorted(self.wanted) if j != i and j not in self.ready
+                        and self._key(j) == key])[:_EXACT_GROUP]
         self.wanted -= set(group)
         try:
             with _on_host():

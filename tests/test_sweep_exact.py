@@ -179,6 +179,14 @@ def test_points_sharing_dataset_c_and_law_structure_are_evaluated_in_one_call(tm
     with no_kernels(monkeypatch):
         res = sweep.run(raw, tmp_path / "out", progress=False, log=log)
     assert sorted(calls) == [(6, 3), (6, 5)]  # 2 svt-s mechanisms x 3 ε per c
+    calls.clear()
+    monkeypatch.setattr(sweep, "_EXACT_GROUP", 4)  # the cap on a call's points
+    with no_kernels(monkeypatch):
+        capped = sweep.run(raw, tmp_path / "capped", progress=False, log=lambda m: None)
+    assert sorted(calls) == [(2, 3), (2, 5), (4, 3), (4, 5)]
+    np.testing.assert_allclose(  # other groupings: the same values up to rounding
+        [r["exact_ser"] or np.nan for r in capped.rows],
+        [r["exact_ser"] or np.nan for r in res.rows], rtol=0, atol=1e-12)
     assert len([m for m in lines if "exact" in m]) == 1  # em-peeling
     scores = svtjax.datasets.zipf(N).scores
     for r in res.rows:
