@@ -675,7 +675,8 @@ def plot(res, out) -> list[str]:
                       if r.get("exact_ncr") is not None]
                 if ex:  # one traversal: the exact E[NCR] of svtjax.exact
                     ax.plot(*zip(*ex), color=color, marker="_", ms=16, mew=2, ls="none",
-                            label=f"{m}: exact E[NCR]" if m == SVT_METHODS[0] else None)
+                            label="exact E[NCR] (a bar per method)" if m == SVT_METHODS[0]
+                            else None)
             ticks = sorted({r["passes"] for r in res["fig8"] if r["dataset"] == ds})
             ax.set_xticks(ticks)
             ax.set_xticklabels([str(t) for t in ticks])
