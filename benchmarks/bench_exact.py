@@ -75,8 +75,20 @@ def _git() -> str:
         return "unknown"
 
 
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "?"
+
+
 def _machine() -> dict:
-    return {"host": socket.gethostname(), "platform": platform.platform(),
+    return {"host": socket.gethostname(), "cpu_model": _cpu_model(),
+            "platform": platform.platform(),
             "python": platform.python_version(), "jax": jax.__version__,
             "cpus": os.cpu_count(), "loadavg_start": os.getloadavg(), "commit": _git()}
 

@@ -456,7 +456,8 @@ def _source(rec: dict, results_dir: Path, command: str) -> str:
     load = ", ".join(f"{x:.2f}" for x in m.get("loadavg_end") or ())
     return (f"Source: `{os.path.relpath(rec['_path'], Path(results_dir).parent)}` (`{command}`, "
             f"run {rec['created']} at commit {m.get('commit', '?')}, on `{m.get('host', '?')}`, "
-            f"{m.get('cpus', '?')} CPUs, jax {m.get('jax', '?')}; load average at the end "
+            f"{m.get('cpu_model', 'CPU model not recorded')}, {m.get('cpus', '?')} CPUs, jax "
+            f"{m.get('jax', '?')}; load average at the end "
             f"{load}).")
 
 
