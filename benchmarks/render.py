@@ -392,16 +392,24 @@ def render_results_md(records: list, results_dir: Path) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def _latest(results_dir: Path, pattern: str, schema: str, key=None) -> Optional[dict]:
+def _records(results_dir: Path, pattern: str, accept) -> list:
+    """The readable JSON records matching ``pattern`` that ``accept`` takes, each with its
+    ``_path``."""
     recs = []
     for path in sorted(Path(results_dir).glob(pattern)):
         try:
             rec = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError):
             continue
-        if rec.get("schema") == schema:
+        if isinstance(rec, dict) and accept(rec):
             rec["_path"] = path
             recs.append(rec)
+    return recs
+
+
+def _latest(results_dir: Path, pattern: str, schema: str, key=None,
+            where=lambda rec: True) -> Optional[dict]:
+    recs = _records(results_dir, pattern, lambda r: r.get("schema") == schema and where(r))
     if not recs:
         return None
     return max(recs, key=key or (lambda r: r["created"]))
@@ -439,16 +447,8 @@ def reproduce_md(results_dir: Path) -> list:
 
 def _latest_exact(results_dir: Path, part: str) -> Optional[dict]:
     """The latest full (not ``--quick``) bench_exact record holding ``part``."""
-    recs = []
-    for path in sorted(Path(results_dir).glob("exact-*.json")):
-        try:
-            rec = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
-            continue
-        if rec.get("schema") == "svtjax-bench-exact/1" and part in rec and not rec.get("quick"):
-            rec["_path"] = path
-            recs.append(rec)
-    return max(recs, key=lambda r: r["created"]) if recs else None
+    return _latest(results_dir, "exact-*.json", "svtjax-bench-exact/1",
+                   where=lambda r: part in r and not r.get("quick"))
 
 
 def _source(rec: dict, results_dir: Path, command: str) -> str:
@@ -587,15 +587,7 @@ def versions_md(results_dir: Path) -> list:
     """The "before and after" section: the latest record of benchmarks/bench_versions.py over
     every mechanism, then any later record narrowed with ``--only`` (a rerun of the mechanisms
     a change touched)."""
-    recs = []
-    for path in sorted(Path(results_dir).glob("versions-*.json")):
-        try:
-            rec = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
-            continue
-        if rec.get("benchmark") == "versions":
-            rec["_path"] = path
-            recs.append(rec)
+    recs = _records(results_dir, "versions-*.json", lambda r: r.get("benchmark") == "versions")
     out = ["## Every mechanism, two checkouts", ""]
     if not recs:
         return out + ["No record yet: run `python benchmarks/bench_versions.py OLD NEW`.", ""]
