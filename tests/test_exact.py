@@ -169,6 +169,44 @@ def test_skipped_work_changes_nothing(shuffle):
         assert float(jnp.mean(fast.evaluated[-1] < 1e-30)) > 0.2
 
 
+@pytest.mark.parametrize("shuffle", [False, True], ids=["fixed", "random"])
+def test_grouped_chunks_match_integrating_every_column(shuffle):
+    """With several laws laid out as ``selection_laws`` does (each padded to a multiple of
+    ``_quadrature.PAD`` nodes, weights in its own column), integrating each chunk against its
+    own law's column only (``group``) gives what integrating against every column gives, to
+    1e-13, for every field."""
+    from svtjax.exact._adapter import law as threshold_law
+    q = _zipf(500)
+    c = 10
+    t = svtjax.datasets.lyu_threshold(q, c)
+    mechs = [svtjax.get("svt-s", epsilon=e, c=c) for e in (0.2, 0.5, 1.0)]
+    laws = [threshold_law(m) for m in mechs]
+    rules = [_quadrature.padded(exact.quadrature(m, q, t)) for m in mechs]
+    # Laws of different sizes, one with whole chunks of zero-weight padding.
+    rules[1] = _quadrature.padded(rules[1], size=rules[1].nodes.size + _quadrature.PAD)
+    z = np.concatenate([r.nodes + float(np.asarray(law.shift)) for r, law in zip(rules, laws)])
+    W = np.zeros((z.size, len(rules)))
+    start = 0
+    for k, (r, law) in enumerate(zip(rules, laws)):
+        W[start:start + r.nodes.size, k] = _quadrature.host_density_weights(
+            r, law.threshold_noise)
+        start += r.nodes.size
+    scale = np.concatenate([np.full(r.nodes.size, float(np.asarray(law.query_noise.scale_value)))
+                            for r, law in zip(rules, laws)])
+    query = jax.tree_util.tree_map(lambda _: jnp.asarray(scale), laws[0].query_noise)
+    kernel = _laws.random_order if shuffle else _laws.fixed_order
+    kw = dict(states=c, c_mech=c, c_eff=c, max_chunk=16)
+    args = (jnp.asarray(z), jnp.asarray(W), jnp.asarray(q - t), query)
+    grouped = kernel(*args, group=_quadrature.PAD, **kw)
+    every = kernel(*args, **kw)
+    for field in ("top", "member", "evaluated", "count", "halted"):
+        a, b = getattr(grouped, field), getattr(every, field)
+        if a is not None:
+            assert a.shape == b.shape == (b.shape[0], len(rules))
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=0, atol=1e-13,
+                                       err_msg=field)
+
+
 # -- 2. quadrature accuracy: twice the nodes changes no reported number by more than 1e-9 -----
 
 

@@ -217,10 +217,10 @@ def selection_laws(mechs: Sequence[Any], queries: Any, thresholds: Any, *,
         out = jax.tree_util.tree_map(lambda x: x[..., None], out)
     elif shuffle:
         out = _laws.random_order(z, W, d_run, query, states=states, c_mech=c_mech_s,
-                                 c_eff=c_eff_s)
+                                 c_eff=c_eff_s, group=_quadrature.PAD)
     else:
         out = _laws.fixed_order(z, W, d_run, query, states=states, c_mech=c_mech_s,
-                                c_eff=c_eff_s)
+                                c_eff=c_eff_s, group=_quadrature.PAD)
 
     def full(x, fill=0.0):
         if x is None or length == n:

@@ -259,6 +259,11 @@ def _rule(panels: _Panels, factor: int = 1) -> Rule:
     return Rule(z[order], w[order], panels.lo, panels.hi, panels.order)
 
 
+# Rules are padded to a multiple of this many nodes; the kernels rely on it to integrate each
+# aligned group of PAD nodes against its own law only (svtjax.exact._laws._map_chunks).
+PAD = 128
+
+
 def build(threshold: Noise, query: Optional[Noise], d, *, tol: float = 1e-16,
           kink_tol: float = 1e-8, refine: float = 2.0, max_order: int = 12,
           max_kinks: int = 4096, all_kinks: bool = False) -> Rule:
@@ -313,7 +318,7 @@ def density_weights(rule: Rule, threshold: Noise, dtype=None):
     return jnp.asarray(rule.weights, dtype) * jnp.exp(threshold.logpdf(z))
 
 
-def padded(rule: Rule, multiple: int = 128, size: Optional[int] = None) -> Rule:
+def padded(rule: Rule, multiple: int = PAD, size: Optional[int] = None) -> Rule:
     """``rule`` with zero-weight nodes appended up to a multiple of ``multiple`` nodes (or to
     ``size`` nodes), so that rules of similar size share one compiled kernel (the extra nodes
     contribute nothing)."""
