@@ -29,14 +29,15 @@ __all__ = ["ItemLaw", "fixed_order", "random_order", "resample_fixed_order",
 _BLOCK = 128  # positions per block of the recursions (checkpoints, skips, output integrals)
 _CHUNK_BYTES = 48 * 2**20  # working memory per chunk of quadrature nodes
 _SORT_SAMPLE = 16  # every 16th offset estimates μ(z) for sorting the nodes
-MAX_CHUNK = 32
-"""Nodes per chunk at most. A fixed-order chunk reads a block of positions until every node of
-it has halted, and a random-order chunk takes a cheap path only when all its nodes allow it,
-so smaller chunks skip more; below 32 the per-step work is too small to vectorise. Measured on
-ten svt-s laws (Zipf n = 10^4, c = 50, 2-core Intel Xeon): the fixed-order kernel alone took
-0.53 s with 16 nodes per chunk, 0.28 s with 32, 0.34 s with 64 and 0.54 s with 256; the
-random-order curve 6.9-7.7 s with 32, 7.3-8.3 s with 64 and 8.3 s with 128 (retail:
-15.0-15.6 s, 15.5-16.7 s and 16.7 s)."""
+MAX_CHUNK = {"cpu": 32}
+"""Nodes per chunk at most, per platform (256 where none is given). A fixed-order chunk reads
+a block of positions until every node of it has halted, and a random-order chunk takes a cheap
+path only when all its nodes allow it, so smaller chunks skip more; on a CPU, below 32 the
+per-step work is too small to vectorise. Measured on ten svt-s laws (Zipf n = 10^4, c = 50,
+2-core Intel Xeon): the fixed-order kernel alone took 0.53 s with 16 nodes per chunk, 0.28 s
+with 32, 0.34 s with 64 and 0.54 s with 256; the random-order curve 6.9-7.7 s with 32,
+7.3-8.3 s with 64 and 8.3 s with 128 (retail: 15.0-15.6 s, 15.5-16.7 s and 16.7 s). Not
+measured on an accelerator, where wide chunks fill the device: it keeps the earlier 256."""
 TAIL = 1e-30
 """Probability below which work is skipped: the fixed-order recursion stops reading once every
 node's P(not halted) is below it; the random-order recursion drops the part of E[min(1,
@@ -84,10 +85,11 @@ def _shift_up(D):
 
 def _node_chunks(G: int, per_node_bytes: int, max_chunk: Optional[int] = None) -> int:
     """Nodes per chunk so that a chunk's working memory stays near :data:`_CHUNK_BYTES`, at
-    most ``max_chunk`` (default :data:`MAX_CHUNK`)."""
+    most ``max_chunk`` (default: :data:`MAX_CHUNK` for the platform)."""
     size = max(1, _CHUNK_BYTES // max(per_node_bytes, 1))
     size = 1 << (size.bit_length() - 1)
-    return int(min(size, max_chunk or MAX_CHUNK, max(G, 1)))
+    default = MAX_CHUNK.get(jax.default_backend(), 256)
+    return int(min(size, max_chunk or default, max(G, 1)))
 
 
 def _per_node(query: Optional[Noise], G: int):
@@ -232,7 +234,7 @@ def fixed_order(z, wz, d, query, *, states: int, c_mech: Optional[int], c_eff: i
       c_mech: the mechanism's cut-off (= ``states``), None for none.
       c_eff: the cut-off of the answer set a metric scores (≤ states).
       tail: the not-halted probability below which positions are skipped (static).
-      max_chunk: nodes per chunk at most (static; default :data:`MAX_CHUNK`).
+      max_chunk: nodes per chunk at most (static; default: :data:`MAX_CHUNK`).
       group: the nodes come in aligned groups of this many, each of one law (static; see
         :func:`_map_chunks`; 0: no such layout).
     """
