@@ -188,18 +188,18 @@ def _check_case(name, case, reference, dtype, shuffle, seed, shapes, per_shape, 
         mechs = [build(name, case, rng) for _ in range(per_shape)]
         stacked = _stack(mechs)
         keys = jax.random.split(jax.random.key(seed + n), per_shape)
-        # jitted whole: one trace, lowering and compilation per call (eager vmap would lower
-        # and compile every inner jitted function on its own)
-        draws = jax.jit(jax.vmap(lambda k: mechs[0].draw(k, n, shuffle=shuffle, dtype=dtype)))(
-            keys)
         q, t, per_query = random_inputs(rng, n, per_shape, dtype)
-        out = jax.device_get(jax.jit(jax.vmap(lambda m, d, qq, tt: m.decide(d, qq, tt)))(
-            stacked, draws, q, t))
-        scan = None
-        if check_scan:
-            scan = jax.device_get(jax.jit(jax.vmap(
-                lambda m, d, qq, tt: m.decide(d, qq, tt, vectorized=False)))(
-                    stacked, draws, q, t))
+
+        def run(keys, stacked, q, t):
+            # One program per shape: the draws, the vectorised decision and (with check_scan)
+            # the general scan, so each shape costs one trace, lowering and compilation.
+            draws = jax.vmap(lambda k: mechs[0].draw(k, n, shuffle=shuffle, dtype=dtype))(keys)
+            out = jax.vmap(lambda m, d, qq, tt: m.decide(d, qq, tt))(stacked, draws, q, t)
+            scan = jax.vmap(lambda m, d, qq, tt: m.decide(d, qq, tt, vectorized=False))(
+                stacked, draws, q, t) if check_scan else None
+            return draws, out, scan
+
+        draws, out, scan = jax.device_get(jax.jit(run)(keys, stacked, q, t))
         for i, mech in enumerate(mechs):
             d = jax.tree_util.tree_map(lambda x: np.asarray(x[i]), draws)
             thr = t[i] if per_query[i] else t[i, 0]
