@@ -164,11 +164,17 @@ def _map_chunks(fn, z, W, query, chunk: int, d=None, group: int = 0):
         col = jnp.argmax(jnp.any(wc != 0, axis=0))  # an all-zero chunk adds 0 to column 0
         return fn(zc, lax.dynamic_slice_in_dim(wc, col, 1, axis=1), qc), col
 
-    def add(acc, args):
+    def accumulate(acc, args):
         out, col = one(args)
         if not grouped:
-            return jax.tree_util.tree_map(jnp.add, acc, out), None
-        return jax.tree_util.tree_map(lambda a, x: a.at[..., col].add(x[..., 0]), acc, out), None
+            return jax.tree_util.tree_map(jnp.add, acc, out)
+        return jax.tree_util.tree_map(lambda a, x: a.at[..., col].add(x[..., 0]), acc, out)
+
+    def add(acc, args):
+        # A chunk of zero-weight nodes (the padding that rounds a rule up to a multiple of 128
+        # nodes, or a shared bucket size) adds nothing: it is not computed.
+        nonzero = jnp.any(args[1] != 0)
+        return lax.cond(nonzero, accumulate, lambda a, _: a, acc, args), None
 
     xs = (split(z, 0), split(W, 0), None if scale is None else split(scale, 1))
     # Summed in the carry: stacking the chunks' outputs first would write and read
