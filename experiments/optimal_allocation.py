@@ -6,7 +6,8 @@ variance of ν − ρ; Liu et al. 2024 (``seeds/000_1a5bc23d8ed4c914.txt``, Eq. 
 same for SVT-Exp, w = (√2 c)^(2/3). Neither looks at the data. ``svtjax.exact`` computes the
 expected support error rate E[SER] (Lyu'17 §5) exactly, so the split can be optimised per
 dataset: :func:`svtjax.exact.optimal_allocation` searches the threshold share
-θ = ε1 / (ε1 + ε2) (logit grid, then Brent), every point an exact evaluation, no sampling.
+θ = ε1 / (ε1 + ε2) (logit grid, then Brent), every point an exact evaluation, no sampling
+(the search on a coarser quadrature rule, the optimum's E[SER] recomputed with the default one).
 
 For every shipped dataset (and Zipf, n = 10^4), the papers' c and ε grids (Lyu'17: c ∈ {25,
 50, 100} of its 25..300, ε ∈ {0.1, 0.5}, SVT-S with monotonic queries; Liu'24: c = 50,

@@ -299,6 +299,28 @@ def test_optimal_allocation_is_a_local_optimum_no_worse_than_the_grid(shuffle):
         assert ser(1 / (1 + math.exp(-(logit + step)))) >= best.value - 1e-9
 
 
+@pytest.mark.parametrize("shuffle", [False, True], ids=["fixed", "random"])
+def test_coarse_search_finds_the_fine_searchs_share_and_returns_the_fine_value(shuffle):
+    """The search runs on a coarser rule (``SEARCH_ACCURACY``); it finds the share that a
+    search on the default rule finds (within Brent's tolerance), and the value it returns is
+    the default rule's at that share (one more evaluation)."""
+    assert exact.SEARCH_ACCURACY["kink_tol"] > 1e-8  # coarser than the default rule
+    q = _zipf(300)
+    c, eps = 10, 0.3
+    t = svtjax.datasets.lyu_threshold(q, c)
+    kw = dict(epsilon=eps, c=c, shuffle=shuffle, monotonic=True)
+    coarse = exact.optimal_allocation("svt-s", q, t, **kw)
+    fine = exact.optimal_allocation("svt-s", q, t, search_accuracy={}, **kw)
+    logit = lambda s: math.log(s / (1 - s))  # noqa: E731
+    assert abs(logit(coarse.share) - logit(fine.share)) < 2e-3
+    law = exact.law_at_share("svt-s", coarse.share, epsilon=eps, c=c, monotonic=True)
+    at_share = float(exact.expected_metrics(law, q, t, shuffle=shuffle)["ser"])
+    assert abs(coarse.value - at_share) < 1e-12
+    assert abs(coarse.value - fine.value) < 1e-9
+    for (s1, v1), (s2, v2) in zip(coarse.grid, fine.grid):  # the same grid, values to 1e-9
+        assert s1 == s2 and abs(v1 - v2) < 1e-9
+
+
 def test_search_rules_are_padded_to_shared_sizes():
     """The search pads node counts to a coarse scale (four steps per octave, multiples of 128)
     with zero-weight nodes, which change no value."""

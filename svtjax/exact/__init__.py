@@ -38,7 +38,7 @@ References:
 """
 
 from svtjax.exact._adapter import SHARE_SUPPORTED, ThresholdLaw, law, law_at_share, supported
-from svtjax.exact._allocation import Allocation, optimal_allocation, share_of
+from svtjax.exact._allocation import SEARCH_ACCURACY, Allocation, optimal_allocation, share_of
 from svtjax.exact._api import (
     METRIC_KEYS,
     SelectionLaw,
@@ -60,6 +60,7 @@ from svtjax.exact._privacy import (
 
 __all__ = [
     "SHARE_SUPPORTED",
+    "SEARCH_ACCURACY",
     "METRIC_KEYS",
     "ThresholdLaw",
     "SelectionLaw",
