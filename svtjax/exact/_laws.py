@@ -35,9 +35,10 @@ a block of positions until every node of it has halted, and a random-order chunk
 path only when all its nodes allow it, so smaller chunks skip more; on a CPU, below 32 the
 per-step work is too small to vectorise. Measured on ten svt-s laws (Zipf n = 10^4, c = 50,
 2-core Intel Xeon): the fixed-order kernel alone, one weight column, took about 0.53 s with
-16 nodes per chunk, 0.28 s with 32, 0.34 s with 64 and 0.55 s with 256; the random-order curve 6.9-7.7 s with 32,
-7.3-8.3 s with 64 and 8.3 s with 128 (retail: 15.0-15.6 s, 15.5-16.7 s and 16.7 s). Not
-measured on an accelerator, where wide chunks fill the device: it keeps the earlier 256."""
+16 nodes per chunk, 0.28 s with 32, 0.34 s with 64 and 0.55 s with 256; the random-order
+curve 6.9-7.7 s with 32, 7.3-8.3 s with 64 and 8.3 s with 128 (retail: 15.0-15.6 s,
+15.5-16.7 s and 16.7 s). Not measured on an accelerator, where wide chunks fill the device:
+it keeps the earlier 256."""
 TAIL = 1e-30
 """Probability below which work is skipped: the fixed-order recursion stops reading once every
 node's P(not halted) is below it; the random-order recursion drops the part of E[min(1,
