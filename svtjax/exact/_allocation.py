@@ -52,9 +52,10 @@ SEARCH_ACCURACY = {"kink_tol": 1e-4}
 edge only where its cost exceeds 1e-4 (the default rule: 1e-8), which halves the nodes. The
 search only has to rank points that differ by far more than the rule's error: on svt-s
 (monotonic, ε = 0.1, c = 50, random order) at shares 0.0014 and 0.1 on retail and Zipf
-n = 10^4, E[SER] moved by at most 7e-12 (nodes 2697 -> 1371, 884 -> 389, 1467 -> 887,
-823 -> 347), while E[SER] changes by ~1e-6 or more over Brent's tolerance. The value returned
-is recomputed with the default rule at the share found."""
+n = 10^4, E[SER] moved by at most 6.6e-12 (nodes 2697 -> 1371, 884 -> 389, 1467 -> 887,
+823 -> 347; ``benchmarks/bench_search_accuracy.py``), while E[SER] changes by ~1e-6 or more
+over Brent's tolerance. The value returned is recomputed with the default rule at the share
+found."""
 
 
 def _bucket(nodes: int) -> int:
