@@ -6,8 +6,8 @@ retail and Zipf n = 10^4 (threshold = mean of the 50th and 51st scores): the nod
 and how far E[SER] moves. Then one optimal_allocation row per dataset (retail ε = 0.1, Zipf
 ε = 0.5, c = 50, random order) searched on the coarse rule (the default) and on the default rule
 (``search_accuracy={}``), each timed in this process after the other's compilations: the
-shares, values, evaluations and seconds. Writes ``benchmarks/results/search-<host>-<UTC
-time>.json``.
+shares, values, evaluations and seconds. Writes ``benchmarks/results/search-<machine>-<time>.json``
+(``benchmarks.machine.write_record``).
 
     python benchmarks/bench_search_accuracy.py [--out DIR]
 """
@@ -15,10 +15,6 @@ time>.json``.
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
-import json
-import os
-import socket
 import sys
 import time
 from pathlib import Path
@@ -31,7 +27,7 @@ import jax  # noqa: E402
 jax.config.update("jax_enable_x64", True)  # a tool's choice: the exact laws recommend float64
 
 import svtjax  # noqa: E402
-from benchmarks.machine import cpu_model  # noqa: E402
+from benchmarks import machine  # noqa: E402
 from svtjax import exact  # noqa: E402
 
 C = 50
@@ -82,21 +78,11 @@ def searches() -> list[dict]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", default=str(HERE / "results"))
+    p.add_argument("--out", type=Path, default=HERE / "results")
     args = p.parse_args(argv)
-    record = {"schema": "svtjax-bench-search/1",
-              "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-              "machine": {"host": socket.gethostname(), "cpu_model": cpu_model(),
-                          "cpus": os.cpu_count(), "jax": jax.__version__,
-                          "loadavg_start": os.getloadavg()},
-              "search_accuracy": dict(exact.SEARCH_ACCURACY),
-              "rules": rules(), "searches": searches()}
-    record["machine"]["loadavg_end"] = os.getloadavg()
-    os.makedirs(args.out, exist_ok=True)
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H%M%S")
-    path = Path(args.out) / f"search-{socket.gethostname()}-{stamp}.json"
-    path.write_text(json.dumps(record, indent=1))
-    print(f"wrote {path}")
+    machine.write_record("search-accuracy", "search", args.out,
+                         search_accuracy=dict(exact.SEARCH_ACCURACY), rules=rules(),
+                         searches=searches())
     return 0
 
 
