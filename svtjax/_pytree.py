@@ -56,3 +56,17 @@ def pytree_dataclass(cls: type[_T]) -> type[_T]:
 def is_concrete(x: Any) -> bool:
     """True when ``x`` holds concrete values (not a tracer), so it can be validated in Python."""
     return not any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(x))
+
+
+def staged_call(jitted: Any, *args: Any) -> Any:
+    """``jitted(*args)``; inside a trace (an argument is a tracer), its undecorated function.
+
+    A ``jax.jit`` called under an outer transformation is traced on its own and then traced
+    again by the transformation's rule for the nested call (``vmap`` re-traces the inner
+    program to batch it); calling the plain function traces it once, straight into the
+    caller's program, which computes the same thing. Outside a trace the compiled function and
+    its cache are used.
+    """
+    if is_concrete(args):
+        return jitted(*args)
+    return jitted.__wrapped__(*args)

@@ -200,34 +200,70 @@ def _check_case(name, case, reference, dtype, shuffle, seed, shapes, per_shape, 
             return draws, out, scan
 
         draws, out, scan = jax.device_get(jax.jit(run)(keys, stacked, q, t))
+        refs = []
         for i, mech in enumerate(mechs):
             d = jax.tree_util.tree_map(lambda x: np.asarray(x[i]), draws)
             thr = t[i] if per_query[i] else t[i, 0]
-            ref = reference(d, np.asarray(q[i]), np.asarray(thr), **mech.reference_params())
-            got = jax.tree_util.tree_map(lambda x: x[i], out)
-            msg = (f"{case.id} n={n} case={i} {mech!r} dtype={np.dtype(dtype).name} "
-                   f"shuffle={shuffle}")
-            _assert_outcomes(got, ref, dtype, msg)
-            if scan is not None:  # the general scan path equals the vectorised fast path
-                for field in got._fields:
-                    np.testing.assert_array_equal(getattr(got, field), getattr(scan, field)[i],
-                                                  err_msg=f"{msg}: scan != block ({field})")
-            checked += 1
+            refs.append(reference(d, np.asarray(q[i]), np.asarray(thr), **mech.reference_params()))
+        # All cases at once; on a disagreement, case by case for a message naming the first.
+        if not (_outcomes_match(out, refs, dtype) and
+                (scan is None or all(np.array_equal(getattr(out, f), getattr(scan, f),
+                                                    equal_nan=True) for f in out._fields))):
+            for i, (mech, ref) in enumerate(zip(mechs, refs)):
+                got = jax.tree_util.tree_map(lambda x: x[i], out)
+                msg = (f"{case.id} n={n} case={i} {mech!r} dtype={np.dtype(dtype).name} "
+                       f"shuffle={shuffle}")
+                _assert_outcomes(got, ref, dtype, msg)
+                if scan is not None:  # the general scan path equals the vectorised fast path
+                    for field in got._fields:
+                        np.testing.assert_array_equal(
+                            getattr(got, field), getattr(scan, field)[i],
+                            err_msg=f"{msg}: scan != block ({field})")
+            raise AssertionError(f"{case.id} n={n}: the batched comparison failed but no "
+                                 "single case did")  # pragma: no cover (a harness bug)
+        checked += len(mechs)
     return checked
+
+
+def _tolerances(dtype, ref_values) -> tuple:
+    """(rtol, atol) of values and rtol of costs. float32: XLA may contract q + s*z into one
+    fused multiply-add, so rounding is allowed relative to the operands' magnitude, not to a
+    (possibly cancelled) result."""
+    if np.dtype(dtype) == np.float64:
+        return 1e-12, 0.0, 1e-12
+    scale = float(np.nanmax(np.abs(np.asarray(ref_values, float)), initial=1.0))
+    return 1e-6, 1e-6 * scale, 1e-6
+
+
+def _close(got, ref, rtol, atol) -> bool:
+    """``np.testing.assert_allclose``'s test (NaN equals NaN) as a boolean."""
+    got, ref = np.asarray(got, float), np.asarray(ref, float)
+    if got.shape != ref.shape or not np.array_equal(np.isnan(got), np.isnan(ref)):
+        return False
+    ok = ~np.isnan(ref)
+    return bool(np.all(np.abs(got[ok] - ref[ok]) <= atol + rtol * np.abs(ref[ok])))
+
+
+def _outcomes_match(out, refs, dtype) -> bool:
+    """Whether every case's outcome passes :func:`_assert_outcomes`."""
+    for i, ref in enumerate(refs):
+        if not (np.array_equal(out.answers[i], ref.answers)
+                and np.array_equal(out.items[i], ref.items)):
+            return False
+        rtol, atol, rtol_cost = _tolerances(dtype, ref.values)
+        if not (_close(out.values[i], ref.values, rtol, atol)
+                and _close(out.cost[i], ref.cost, rtol_cost, 0.0)):
+            return False
+    return True
 
 
 def _assert_outcomes(got, ref, dtype, msg) -> None:
     np.testing.assert_array_equal(got.answers, ref.answers, err_msg=f"{msg}: answers")
     np.testing.assert_array_equal(got.items, ref.items, err_msg=f"{msg}: items")
-    # float32: XLA may contract q + s*z into one fused multiply-add, so allow rounding relative
-    # to the operands' magnitude, not to a (possibly cancelled) result.
-    f64 = np.dtype(dtype) == np.float64
-    rtol, atol = (1e-12, 0.0) if f64 else (
-        1e-6, 1e-6 * float(np.nanmax(np.abs(np.asarray(ref.values, float)), initial=1.0)))
+    rtol, atol, rtol_cost = _tolerances(dtype, ref.values)
     np.testing.assert_allclose(got.values, ref.values, rtol=rtol, atol=atol,
                                err_msg=f"{msg}: values")
-    np.testing.assert_allclose(got.cost, ref.cost, rtol=1e-12 if f64 else 1e-6,
-                               err_msg=f"{msg}: cost")
+    np.testing.assert_allclose(got.cost, ref.cost, rtol=rtol_cost, err_msg=f"{msg}: cost")
 
 
 def assert_call_equals_decide(mech, queries, thresholds, seeds: Sequence[int] = range(5)) -> None:

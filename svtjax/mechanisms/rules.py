@@ -38,6 +38,7 @@ import jax.numpy as jnp
 
 from svtjax import _validate
 from svtjax._core import Draws, Outcome
+from svtjax._pytree import staged_call
 from svtjax._types import Array, DTypeLike, Key
 from svtjax.mechanisms.base import Mechanism
 
@@ -195,7 +196,7 @@ class ThresholdMechanism(Mechanism):
 
         _validate.integer("n", n, minimum=1)
         dtype = _default_float(dtype)
-        return _draw_jit(self, key, int(n), shuffle, dtype)
+        return staged_call(_draw_jit, self, key, int(n), shuffle, dtype)
 
     def decide(self, draws: Draws, queries, thresholds, *, vectorized: bool = True) -> Outcome:
         """The deterministic output rule applied to ``draws`` (one trial).
@@ -204,13 +205,13 @@ class ThresholdMechanism(Mechanism):
         (the two are tested equal).
         """
         q, t = self._prepare(queries, thresholds)
-        return _decide_jit(self, draws, q, t, vectorized)
+        return staged_call(_decide_jit, self, draws, q, t, vectorized)
 
     def __call__(self, key: Key, queries, thresholds) -> Outcome:
         """One trial: ``decide(draw(key, n), queries, thresholds)``, drawn lazily block by
         block (the same numbers)."""
         q, t = self._prepare(queries, thresholds)
-        return _call_jit(self, key, q, t)
+        return staged_call(_call_jit, self, key, q, t)
 
     def run_batch(self, keys: Key, queries: Array, thresholds: Array, *, shuffle: bool,
                   offsets: Optional[Array] = None, vectorized: bool = True,

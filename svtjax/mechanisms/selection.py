@@ -63,7 +63,7 @@ from jax import lax
 
 from svtjax import _validate
 from svtjax._core import Draws, Outcome
-from svtjax._pytree import is_concrete, pytree_dataclass, static_field
+from svtjax._pytree import is_concrete, pytree_dataclass, staged_call, static_field
 from svtjax.accounting import PureDP, Unproven
 from svtjax.mechanisms.base import Mechanism, register, stream_key, stream_variates
 from svtjax.noise import Exponential, Gumbel, Laplace
@@ -160,7 +160,7 @@ class SelectionMechanism(Mechanism):
         _validate.integer("n", n, minimum=1)
         self._check_n(int(n))
         dtype = jnp.zeros((), float).dtype if dtype is None else jnp.dtype(dtype)
-        return _draw_jit(self.noise_family, key, int(n), dtype)
+        return staged_call(_draw_jit, self.noise_family, key, int(n), dtype)
 
     def decide(self, draws: Draws, queries, thresholds, *, vectorized: bool = True) -> Outcome:
         """The picks for ``draws`` (one trial); ``thresholds`` are ignored.
@@ -168,11 +168,11 @@ class SelectionMechanism(Mechanism):
         ``vectorized=False`` runs the peeling loop (k rounds of argmax) instead of ``top_k``.
         """
         q, _ = self._prepare(queries, thresholds)
-        return _decide_jit(self, draws, q, vectorized)
+        return staged_call(_decide_jit, self, draws, q, vectorized)
 
     def __call__(self, key, queries, thresholds) -> Outcome:
         q, _ = self._prepare(queries, thresholds)
-        return _call_jit(self, key, q)
+        return staged_call(_call_jit, self, key, q)
 
     def run_batch(self, keys, queries, thresholds, *, shuffle: bool, offsets=None,
                   vectorized: bool = True, width=None) -> Outcome:
