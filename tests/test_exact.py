@@ -207,6 +207,87 @@ def test_grouped_chunks_match_integrating_every_column(shuffle):
                                        err_msg=field)
 
 
+def test_random_order_with_a_tie_group_matches_shuffled_oracle():
+    """Three equal scores with c = 2 form a tie group (one binomial step, :func:`_laws.
+    tie_groups`): the law is still the oracle's, averaged over all n! orders, to 1e-10."""
+    params = {"epsilon": 4.0, "c": 2}
+    q, t = np.array([1.0, 1.0, 2.0, 1.0, 0.0]), np.full(5, 1.25)
+    assert _laws.tie_groups(q - t, params["c"])[1].size == 1
+    n = q.size
+    top, evaluated = np.zeros(n), np.zeros(n)
+    for key, p in shuffled_oracle("lyu-alg1", params, q, t).items():
+        items, a = key[:n], key[n:]
+        for pos in range(n):
+            if a[pos] >= 0:
+                evaluated[items[pos]] += p
+                top[items[pos]] += p * (a[pos] == 1)
+    law = exact.selection_law(svtjax.get("lyu-alg1", **params), q, t, shuffle=True)
+    np.testing.assert_allclose(np.asarray(law.top), top, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(np.asarray(law.evaluated), evaluated, rtol=0, atol=1e-10)
+
+
+def _tied_scores(n: int = 600) -> np.ndarray:
+    """Heavy-tailed integer counts, as item counts are: most items share the smallest scores."""
+    return np.floor(np.random.default_rng(5).pareto(1.1, n)) + 1.0
+
+
+TIE_CASES = [
+    ("svt-s", {"epsilon": 0.5, "c": 6, "monotonic": True}, None),
+    ("svt-s", {"epsilon": 0.5, "c": 6}, 3),  # the metric's cut-off below the mechanism's
+    ("svt-exp", {"epsilon": 0.5, "c": 6, "correction_k": 100}, None),
+    ("lee-clifton", {"epsilon": 2.0, "c": 6}, None),
+    ("generalized-svt", {"c": 6, "threshold_noise": svtjax.noise.Gaussian(3.0),
+                         "query_noise": svtjax.noise.Gaussian(5.0)}, None),
+    ("stoddard", {"epsilon": 1.0}, 6),  # no query noise: every p is 0 or 1
+]
+
+
+@pytest.mark.parametrize("name,params,c", TIE_CASES,
+                         ids=[f"{n}-{i}" for i, (n, _, _) in enumerate(TIE_CASES)])
+def test_tie_groups_give_the_item_by_item_law(name, params, c):
+    """Random order with scores shared by at least c items taken as binomial groups equals the
+    item-by-item recursion to 1e-12 in every field, on counts where most items are tied (and
+    at a low threshold, where the groups' items pass often)."""
+    q = _tied_scores()
+    for t in (svtjax.datasets.lyu_threshold(q, 6), 2.5):
+        d = q - t
+        assert _laws.tie_groups(d, 6)[1].size >= 3
+        mech = svtjax.get(name, **params)
+        grouped, single = (exact.selection_laws([mech], q, t, shuffle=True, c=c, ties=ties)[0]
+                           for ties in (True, False))
+        for field in ("top", "member", "evaluated", "count"):
+            np.testing.assert_allclose(np.asarray(getattr(grouped, field)),
+                                       np.asarray(getattr(single, field)), rtol=0, atol=1e-12,
+                                       err_msg=f"{field} at threshold {t}")
+
+
+def test_tie_groups_keep_the_gradient():
+    """d Σ_i P(i ∈ S) / dθ through the tie groups' binomial steps equals the item-by-item
+    gradient to 1e-10."""
+    q = _tied_scores(300)
+    c, eps = 5, 0.5
+    t = svtjax.datasets.lyu_threshold(q, c)
+    rule = exact.quadrature(exact.law_at_share("svt-s", 0.15, epsilon=eps, c=c), q, t)
+
+    def total(s, ties):
+        law = exact.law_at_share("svt-s", s, epsilon=eps, c=c)
+        return jnp.sum(exact.selection_laws([law], q, t, shuffle=True, rules=[rule],
+                                            ties=ties)[0].member)
+
+    grads = [float(jax.grad(total)(0.15, ties)) for ties in (True, False)]
+    assert abs(grads[0] - grads[1]) < 1e-10, grads
+    assert abs(grads[0]) > 1e-3
+
+
+def test_tie_groups_leave_one_single_item():
+    """When every score is shared by at least c items, the smallest group stays item by item
+    (the recursions start from single items) and rows map every item to its law."""
+    d = np.array([0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0])
+    single, tied, sizes, rows = _laws.tie_groups(d, 2)
+    assert list(single) == [0, 1, 5] and d[tied].tolist() == [1.0] and sizes.tolist() == [4]
+    assert rows.tolist() == [0, 1, 3, 3, 3, 2, 3]
+
+
 # -- 2. quadrature accuracy: twice the nodes changes no reported number by more than 1e-9 -----
 
 

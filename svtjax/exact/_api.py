@@ -136,14 +136,17 @@ def _answer_size(law_: ThresholdLaw, c: Optional[int]) -> int:
 
 def selection_laws(mechs: Sequence[Any], queries: Any, thresholds: Any, *,
                    shuffle: bool = False, c: Optional[int] = None,
-                   rules: Optional[Sequence[_quadrature.Rule]] = None) -> list[SelectionLaw]:
+                   rules: Optional[Sequence[_quadrature.Rule]] = None,
+                   ties: bool = True) -> list[SelectionLaw]:
     """:func:`selection_law` of several mechanisms of one structure in one kernel call.
 
     Their quadrature nodes are concatenated (each law's density weights in its own column, the
     query noise's scale and the threshold shift per node), so a curve over ε compiles and runs
     once. All must share the cut-off, k_max, resampling and the query-noise family (a
     resampling mechanism's chain couples its nodes, so those run one law at a time).
-    ``rules``: one per mechanism, or None for the defaults.
+    ``rules``: one per mechanism, or None for the defaults. ``ties`` (random order): scores
+    shared by at least ``c`` items are taken as one binomial group each (the same law, fewer
+    steps; ``False`` steps through every item).
     """
     if not isinstance(shuffle, bool):
         raise TypeError(f"shuffle must be True or False; got {shuffle!r}")
@@ -162,7 +165,7 @@ def selection_laws(mechs: Sequence[Any], queries: Any, thresholds: Any, *,
             raise ValueError("mechanisms evaluated together must share the cut-off c, k_max, "
                              "resampling and the query-noise family")
     if first.resample and len(laws) > 1:  # its chain couples all nodes: one law at a time
-        return [selection_laws([m], q, t, shuffle=shuffle, c=c,
+        return [selection_laws([m], q, t, shuffle=shuffle, c=c, ties=ties,
                                 rules=None if rules is None else [r])[0]
                 for m, r in zip(mechs, rules if rules is not None else [None] * len(laws))]
     c_mech = first.c
@@ -216,8 +219,8 @@ def selection_laws(mechs: Sequence[Any], queries: Any, thresholds: Any, *,
         out = _laws.resample_fixed_order(z, W[:, 0], d_run, query, c=c_mech_s, c_eff=c_eff_s)
         out = jax.tree_util.tree_map(lambda x: x[..., None], out)
     elif shuffle:
-        out = _laws.random_order(z, W, d_run, query, states=states, c_mech=c_mech_s,
-                                 c_eff=c_eff_s, group=_quadrature.PAD)
+        out = _random_order(z, W, (q - t)[:length], d_run, query, states=states,
+                            c_mech=c_mech_s, c_eff=c_eff_s, ties=ties)
     else:
         out = _laws.fixed_order(z, W, d_run, query, states=states, c_mech=c_mech_s,
                                 c_eff=c_eff_s, group=_quadrature.PAD)
@@ -240,6 +243,21 @@ def selection_laws(mechs: Sequence[Any], queries: Any, thresholds: Any, *,
                          wrap(count[:, k]), None if halted is None else wrap(halted[:, k]),
                          num_nodes[k])
             for k in range(len(laws))]
+
+
+def _random_order(z, W, d_host, d_run, query, *, states, c_mech, c_eff, ties: bool):
+    """:func:`_laws.random_order`, with scores shared by at least ``states`` items taken as
+    tie groups when ``ties`` (:func:`_laws.tie_groups`; the law is the same, computed with
+    fewer steps); outputs in the caller's item order."""
+    kwargs = dict(states=states, c_mech=c_mech, c_eff=c_eff, group=_quadrature.PAD)
+    single, tied, m, rows = _laws.tie_groups(d_host, states)
+    if not ties or tied.size == 0:
+        return _laws.random_order(z, W, d_run, query, **kwargs)
+    group = (d_run[tied], jnp.asarray(m), jnp.asarray(_laws._log_binomial(m, states)),
+             jnp.asarray(_laws._log_binomial(m - 1, states)), d_run)
+    out = _laws.random_order(z, W, d_run[single], query, ties=group, **kwargs)
+    return out._replace(top=out.top[rows], member=out.member[rows],
+                        evaluated=out.evaluated[rows])
 
 
 def selection_probabilities(mech: Any, queries: Any, thresholds: Any, *, shuffle: bool = False,
