@@ -520,6 +520,32 @@ def exact_md(results_dir: Path) -> list:
     return out
 
 
+def ties_md(results_dir: Path) -> list:
+    """The exact random-order law with tie groups against item by item: the latest record of
+    benchmarks/bench_ties.py (none: no section)."""
+    recs = _records(results_dir, "ties-*.json", lambda r: r.get("benchmark") == "ties")
+    if not recs:
+        return []
+    rec = max(recs, key=lambda r: r["time"])
+    m, src = rec["machine"], rec["source"]
+    out = ["Source: `" + os.path.relpath(rec["_path"], Path(results_dir).parent) + "` "
+           f"(`python benchmarks/bench_ties.py`, run {rec['time']} at commit "
+           f"{src.get('git_commit', '?')[:7]}{' + changes' if src.get('git_dirty') else ''}, on "
+           f"`{m['machine_id']}`, {m['cpu_model']}, {m['logical_cores']} logical cores; load "
+           f"average at the end {rec['load']}).", "",
+           "Random order, svt-s (monotonic, 1 : c^(2/3)), default rule: one law with the scores "
+           "shared by at least c items as binomial groups against item by item "
+           "(`selection_laws(..., ties=False)`), median of three warm calls.", "",
+           "| dataset | n | distinct scores | c | ε | groups | items in groups | item by item s "
+           "| groups s | speed-up | largest difference |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    out += [f"| {r['dataset']} | {r['n']} | {r['distinct']} | {r['c']} | {r['epsilon']:g} | "
+            f"{r['groups']} | {r['items_in_groups']} | {r['seconds_item_by_item']:.2f} | "
+            f"{r['seconds_groups']:.2f} | {r['speedup']:.2f}x | {r['max_abs_difference']:.1e} |"
+            for r in rec["rows"]]
+    return out + [""]
+
+
 def allocator_md(results_dir: Path) -> list:
     """The allocator section: the latest record of benchmarks/bench_allocator.py."""
     rec = _latest(results_dir, "allocator-*.json", "svtjax-allocator/1")
@@ -615,7 +641,8 @@ def write_results_md(results_dir: Path, output: Path, suites: Sequence[str] = ("
     text = render_results_md(records, Path(results_dir))
     head, sep, rest = text.partition("\n## GPU")
     text = (head + "\n" + "\n".join(reproduce_md(Path(results_dir)) + exact_md(
-        Path(results_dir)) + allocator_md(Path(results_dir)) + versions_md(Path(results_dir)))
+        Path(results_dir)) + ties_md(Path(results_dir)) + allocator_md(Path(results_dir))
+        + versions_md(Path(results_dir)))
         + sep + rest)
     Path(output).write_text(text)
     return Path(output)
