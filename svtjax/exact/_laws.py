@@ -537,14 +537,14 @@ def random_order(z, wz, d, query, *, states: int, c_mech: Optional[int], c_eff: 
     Tied scores. The law does not depend on the items' order, so items with equal offsets
     can be taken together: ``ties`` = (d_u [U], m_u [U] int, log C(m_u, k) and
     log C(m_u − 1, k) [U, states] (:func:`_log_binomial`), every item's offset (to order the
-    nodes); :func:`tie_groups` splits the items) adds U groups of m_u items each after the
-    ``d`` items. A group enters the forward recursion as one binomial step (pre ⊛ Bin(m_u,
-    p_u), a [states × states] product per node) and the backward one as Bin(m_u − 1, p_u) for
-    one of its items (the others) and a Bernoulli step for that item, instead of m_u steps of
-    each; E[1/(M+1)]'s log F gains m_u log(1 − p_u s). The outputs are then [n + U] rows,
-    one per single item and one per group (every item of a group has the same law). On
-    retail (16,470 items, 583 distinct scores) the groups of at least c items hold 80% of the
-    items at c = 50.
+    nodes); :func:`tie_groups` splits the items) adds U groups of m_u items each, placed
+    before the ``d`` items in the recursions' (immaterial) order. A group enters the forward
+    recursion as one binomial step (pre ⊛ Bin(m_u, p_u), a [states × states] product per
+    node) and the backward one as Bin(m_u − 1, p_u) for the group's other items and a
+    Bernoulli step for the item itself, instead of m_u steps of each; E[1/(M+1)]'s log F
+    gains m_u log(1 − p_u s). The outputs are then [n + U] rows, one per single item, then
+    one per group (every item of a group has the same law). On retail (16,470 items, 583
+    distinct scores) the groups of at least c items hold 80% of the items at c = 50.
     """
     n = d.shape[0]
     dtype = z.dtype
