@@ -417,7 +417,8 @@ def _inverse_means(Pb, Qb, mu, dtype, laguerre: bool, grouped: bool = False, tie
     return inv, jnp.sum(A[None] / (Qu[:, None] + Pu[:, None] * oms[None]), axis=1)
 
 
-def tie_groups(d: np.ndarray, states: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def tie_groups(d: np.ndarray, states: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                    np.ndarray]:
     """Splits the offsets for :func:`random_order`: scores shared by at least ``max(states,
     2)`` items become tie groups (one binomial step each), the others stay single items.
 
