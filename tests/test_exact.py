@@ -81,10 +81,9 @@ def test_fixed_order_matches_oracle(case):
                                atol=1e-10)
 
 
-def test_random_order_matches_shuffled_oracle():
-    """``shuffle=True``: the oracle averaged over all n! orders (tests/test_distribution.py)."""
-    params = {"epsilon": 4.0, "c": 2}
-    q, t = np.array([0.0, 1.0, 2.0, 3.0]), np.array([1.5, 1.0, 2.0, 1.5])
+def _assert_random_order_matches_shuffled_oracle(params: dict, q, t) -> None:
+    """lyu-alg1's random-order P(⊤) and P(evaluated) per item equal the oracle averaged over
+    all n! orders (tests/test_distribution.py), to 1e-10."""
     n = q.size
     top, evaluated = np.zeros(n), np.zeros(n)
     for key, p in shuffled_oracle("lyu-alg1", params, q, t).items():
@@ -96,6 +95,13 @@ def test_random_order_matches_shuffled_oracle():
     law = exact.selection_law(svtjax.get("lyu-alg1", **params), q, t, shuffle=True)
     np.testing.assert_allclose(np.asarray(law.top), top, rtol=0, atol=1e-10)
     np.testing.assert_allclose(np.asarray(law.evaluated), evaluated, rtol=0, atol=1e-10)
+
+
+def test_random_order_matches_shuffled_oracle():
+    """``shuffle=True``: the oracle averaged over all n! orders (tests/test_distribution.py)."""
+    params = {"epsilon": 4.0, "c": 2}
+    q, t = np.array([0.0, 1.0, 2.0, 3.0]), np.array([1.5, 1.0, 2.0, 1.5])
+    _assert_random_order_matches_shuffled_oracle(params, q, t)
 
 
 def test_random_order_inner_sum_against_full_poisson_binomial():
@@ -213,17 +219,7 @@ def test_random_order_with_a_tie_group_matches_shuffled_oracle():
     params = {"epsilon": 4.0, "c": 2}
     q, t = np.array([1.0, 0.0, 1.0]), np.full(3, 0.75)
     assert _laws.tie_groups(q - t, params["c"])[1].size == 1
-    n = q.size
-    top, evaluated = np.zeros(n), np.zeros(n)
-    for key, p in shuffled_oracle("lyu-alg1", params, q, t).items():
-        items, a = key[:n], key[n:]
-        for pos in range(n):
-            if a[pos] >= 0:
-                evaluated[items[pos]] += p
-                top[items[pos]] += p * (a[pos] == 1)
-    law = exact.selection_law(svtjax.get("lyu-alg1", **params), q, t, shuffle=True)
-    np.testing.assert_allclose(np.asarray(law.top), top, rtol=0, atol=1e-10)
-    np.testing.assert_allclose(np.asarray(law.evaluated), evaluated, rtol=0, atol=1e-10)
+    _assert_random_order_matches_shuffled_oracle(params, q, t)
 
 
 def _tied_scores(n: int = 600) -> np.ndarray:
