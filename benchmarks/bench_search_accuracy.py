@@ -14,7 +14,6 @@ shares, values, evaluations and seconds. Writes ``benchmarks/results/search-<mac
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -77,14 +76,10 @@ def searches() -> list[dict]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", type=Path, default=HERE / "results")
-    args = p.parse_args(argv)
-    machine.write_record("search-accuracy", "search", args.out,
-                         search_accuracy=dict(exact.SEARCH_ACCURACY), rules=rules(),
-                         searches=searches())
-    return 0
-
+    return machine.record_main(
+        __doc__, "search-accuracy", "search",
+        lambda: {"search_accuracy": dict(exact.SEARCH_ACCURACY), "rules": rules(),
+                 "searches": searches()}, argv)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -14,7 +14,6 @@ largest difference of any reported probability. Writes
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -83,12 +82,7 @@ def rows() -> list[dict]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", type=Path, default=HERE / "results")
-    args = p.parse_args(argv)
-    machine.write_record("ties", "ties", args.out, rows=rows())
-    return 0
-
+    return machine.record_main(__doc__, "ties", "ties", lambda: {"rows": rows()}, argv)
 
 if __name__ == "__main__":
     sys.exit(main())

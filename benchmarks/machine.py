@@ -7,6 +7,7 @@ None off Linux.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -217,3 +218,13 @@ def write_record(benchmark: str, prefix: str, out: Path, **fields) -> Path:
     path.write_text(json.dumps(record, indent=1, default=repr))
     print(f"wrote {path}")
     return path
+
+
+def record_main(doc: str, benchmark: str, prefix: str, fields, argv=None) -> int:
+    """The command line of a benchmark whose only option is ``--out`` (default
+    ``benchmarks/results``): computes ``fields()`` and writes them with :func:`write_record`."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
+    args = p.parse_args(argv)
+    write_record(benchmark, prefix, args.out, **fields())
+    return 0
