@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from svtjax import _bits
 from svtjax._types import Array
 
 __all__ = ["Outcome", "Draws", "selected", "prefix_counts", "NOT_EVALUATED"]
@@ -288,22 +289,25 @@ def _selected_rows(answers: Array, items, k: int, n: int) -> Array:
         count, picks = carry
         answers, items = work
         blk, fresh = _row_block(answers, b, width)
-        if items is None:
-            start = jnp.minimum(b * width, length - width)
-            blk_items = jnp.broadcast_to((start + jnp.arange(width, dtype=jnp.int32)) % n,
-                                         blk.shape)
-        else:
-            blk_items, _ = _row_block(items, b, width)
         top = (blk == 1) & fresh[None, :] & (count < k)[:, None]
-        rank = count[:, None] + jnp.cumsum(top, axis=1, dtype=jnp.int32) - 1
-        slot = jnp.where(top & (rank < k), rank, k)  # slot k is a discard column
-        row_ids = jnp.arange(picks.shape[0])[:, None]
-        picks = picks.at[row_ids, slot].set(blk_items.astype(jnp.int32), mode="drop")
-        return (count + jnp.sum(top, axis=1, dtype=jnp.int32), picks), work
+        # Slot s takes the block's (s + 1 − count)-th ⊤, where there is one: a rank query on
+        # the block's bits (svtjax._bits), neither a cumulative sum nor a scatter, both slow on
+        # XLA's CPU backend.
+        packed, counts = _bits.pack(top)
+        rank = jnp.arange(1, k + 1, dtype=jnp.int32)[None, :] - count[:, None]  # [R, k]
+        at = _bits.nth_packed(packed, counts, rank, width)
+        fill = (rank >= 1) & (at < width)
+        at = jnp.clip(at, 0, width - 1)
+        if items is None:  # a compact Outcome's fixed order: the item at position p is p mod n
+            item = (jnp.minimum(b * width, length - width) + at) % n
+        else:
+            item = jnp.take_along_axis(_row_block(items, b, width)[0], at, axis=1)
+        picks = jnp.where(fill, item.astype(jnp.int32), picks)
+        return (count + jnp.sum(counts, axis=1, dtype=jnp.int32), picks), work
 
-    init = (jnp.zeros((rows,), jnp.int32), jnp.full((rows, k + 1), -1, jnp.int32))
+    init = (jnp.zeros((rows,), jnp.int32), jnp.full((rows, k), -1, jnp.int32))
     out = compacting_block_loop(body, lambda c: c[0] < k, init, (answers, items), num_blocks)
-    return out[1][:, :k]
+    return out[1]
 
 
 @jax.jit

@@ -88,7 +88,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from svtjax import _validate
+from svtjax import _bits, _validate
 from svtjax._pytree import is_concrete
 from svtjax._types import Array, ArrayLike
 
@@ -175,7 +175,8 @@ def _answer_mask(selected: Array, n: int, c: Array) -> Array:
     else:
         repeat = _repeat_sorted(key)
     keep = valid & ~repeat
-    return keep & (jnp.cumsum(keep, axis=-1, dtype=jnp.int32) <= c)
+    first_c = jnp.arange(keep.shape[-1], dtype=jnp.int32) <= _bits.nth_true(keep, c)[..., None]
+    return keep & first_c
 
 
 def _counts(selected: Array, scores: Array, c: Array) -> _Counts:
@@ -255,8 +256,9 @@ def _outcome_counts(answers: Array, items, scores: Array, c: Array, *, n_items: 
             first_stop = jnp.min(jnp.where((blk < 0) & live, slot, width), axis=1)
             live = live & (slot[None, :] < first_stop[:, None])
         top = (blk == 1) & live
-        rank = count[:, None] + jnp.cumsum(top, axis=1, dtype=jnp.int32) - 1
-        keep = (top & (rank < c)).astype(dtype)
+        # the first c ⊤ of the row: the block's ⊤ up to its (c − count)-th (svtjax._bits)
+        last = _bits.nth_true(top, c - count)
+        keep = (top & (slot[None, :] <= last[:, None])).astype(dtype)
         if items is None:  # the same items for every row: one [W, 4] slice of the tables
             if length == n_items:
                 tab = jax.lax.dynamic_slice_in_dim(table, start, width)

@@ -37,6 +37,7 @@ import jax
 import jax.numpy as jnp
 
 from svtjax import _validate
+from svtjax._bits import nth_true
 from svtjax._core import Draws, Outcome
 from svtjax._pytree import staged_call
 from svtjax._types import Array, DTypeLike, Key
@@ -90,8 +91,8 @@ class CountState(NamedTuple):
 
 def cutoff_block(above: Array, valid: Array, count: Array, c: Optional[Array]
                  ) -> tuple[Array, Array]:
-    """The cut-off "abort after c ⊤" over a block, vectorised (a comparison plus a cumulative
-    count of ⊤ decides halting).
+    """The cut-off "abort after c ⊤" over a block, vectorised: a comparison, and the position of
+    the block's (c − count)-th ⊤ decides halting (:func:`svtjax._bits.nth_true`).
 
     Args:
       above: bool[W], where the comparison would answer ⊤.
@@ -106,8 +107,10 @@ def cutoff_block(above: Array, valid: Array, count: Array, c: Optional[Array]
     above = above & valid
     if c is None:
         return above, valid
-    before = count + jnp.cumsum(above, dtype=jnp.int32) - above
-    active = valid & (before < c)
+    # Evaluated: the positions up to the (c − count)-th ⊤ of the block, inclusive, i.e. those
+    # with count + (⊤ before them) < c (svtjax._bits: no cumulative sum).
+    last = nth_true(above, jnp.asarray(c, jnp.int32) - count)
+    active = valid & (jnp.arange(above.shape[-1], dtype=jnp.int32) <= last[..., None])
     return above & active, active
 
 
