@@ -546,6 +546,37 @@ def ties_md(results_dir: Path) -> list:
     return out + [""]
 
 
+def cost_md(results_dir: Path) -> list:
+    """Where a headline run's time goes: every record of benchmarks/cost_breakdown.py, oldest
+    first (so a kernel change shows as a before/after pair; none: no section)."""
+    recs = _records(results_dir, "cost-*.json",
+                    lambda r: r.get("benchmark") == "cost-breakdown")
+    if not recs:
+        return []
+    out = ["## Cost breakdown of the headline engine", "",
+           "`python benchmarks/cost_breakdown.py`: svt-s on the headline workload, medians of "
+           "interleaved rounds in ms. `rng` = svtjax's own Threefry drawing exactly the blocks "
+           "the run reaches (all draws of the run, nothing else); `engine` = `simulate(reduce=)` "
+           "reading one number per trial (loop, draws, decisions, compaction, answer writes); "
+           "`outcome+selected` = full Outcomes and `svtjax.selected` (the headline's svtjax "
+           "row); `f1_ser` = the F1/SER reducer. `loop+decisions` = engine − rng.", "",
+           "| record (commit) | n | trials | mode | rng | engine | loop+decisions | counts | "
+           "f1_ser | outcome+selected | rng share of outcome+selected |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for rec in sorted(recs, key=lambda r: r["time"]):
+        src = rec["source"]
+        name = (f"`{Path(rec['_path']).name}` ({src.get('git_commit', '?')[:7]}"
+                f"{' + changes' if src.get('git_dirty') else ''})")
+        for c in rec["cases"]:
+            m = {k: 1e3 * v for k, v in c["medians_s"].items() if v is not None}
+            out.append(
+                f"| {name} | {c['n']} | {c['trials']} | {c['mode']} | {m['rng']:.1f} | "
+                f"{m['engine']:.1f} | {m['engine'] - m['rng']:.1f} | {m['counts']:.1f} | "
+                f"{m['f1_ser']:.1f} | {m['outcome_selected']:.1f} | "
+                f"{m['rng'] / m['outcome_selected']:.0%} |")
+    return out + [""]
+
+
 def allocator_md(results_dir: Path) -> list:
     """The allocator section: the latest record of benchmarks/bench_allocator.py."""
     rec = _latest(results_dir, "allocator-*.json", "svtjax-allocator/1")
@@ -641,7 +672,8 @@ def write_results_md(results_dir: Path, output: Path, suites: Sequence[str] = ("
     text = render_results_md(records, Path(results_dir))
     head, sep, rest = text.partition("\n## GPU")
     text = (head + "\n" + "\n".join(reproduce_md(Path(results_dir)) + exact_md(
-        Path(results_dir)) + ties_md(Path(results_dir)) + allocator_md(Path(results_dir))
+        Path(results_dir)) + ties_md(Path(results_dir)) + cost_md(Path(results_dir))
+        + allocator_md(Path(results_dir))
         + versions_md(Path(results_dir)))
         + sep + rest)
     Path(output).write_text(text)

@@ -158,6 +158,7 @@ def test_results_md_renders_the_repository_records(tmp_path):
     md = render.write_results_md(ROOT / "benchmarks" / "results", tmp_path / "RESULTS.md")
     text = md.read_text()
     assert "## glibc allocator tuning" in text and "## svtjax reproduce all" in text
+    assert "## Cost breakdown of the headline engine" in text
     v1 = [r for r in render.load_records(ROOT / "benchmarks" / "results")
           if r["schema"] == "svtjax-bench/1"]
     if v1:
@@ -343,6 +344,25 @@ def test_versions_section_renders_the_latest_record(tmp_path):
     assert "| svt-s | fixed | 20.0 | 40.0 | 0.50x |" in text  # the later record only
     assert "aaaaaaa ms" in text and "bbbbbbb ÷ aaaaaaa" in text
     assert "No record yet" in "\n".join(render.versions_md(tmp_path / "missing"))
+
+
+def test_cost_section_renders_every_record_oldest_first(tmp_path):
+    """RESULTS.md's cost breakdown comes from cost_breakdown.py's JSON: every record (a kernel
+    change shows as a before/after pair), numbers included."""
+    def rec(time, commit, engine_s):
+        medians = {"rng": 0.001, "rng_jax": 0.003, "engine": engine_s, "counts": engine_s,
+                   "f1_ser": 0.02, "outcome": engine_s, "outcome_selected": 0.004}
+        return {"benchmark": "cost-breakdown", "time": time,
+                "source": {"git_commit": commit, "git_dirty": False},
+                "cases": [{"n": 100, "trials": 10, "mode": "fixed", "medians_s": medians}]}
+    (tmp_path / "cost-b.json").write_text(json.dumps(rec("2026-02-01T00:00:00", "b" * 40, 0.002)))
+    (tmp_path / "cost-a.json").write_text(json.dumps(rec("2026-01-01T00:00:00", "a" * 40, 0.003)))
+    text = "\n".join(render.cost_md(tmp_path))
+    before, after = text.index("(aaaaaaa)"), text.index("(bbbbbbb)")
+    assert before < after
+    assert "| 100 | 10 | fixed | 1.0 | 3.0 | 2.0 | 3.0 | 20.0 | 4.0 | 25% |" in text
+    assert "| 100 | 10 | fixed | 1.0 | 2.0 | 1.0 | 2.0 | 20.0 | 4.0 | 25% |" in text
+    assert render.cost_md(tmp_path / "missing") == []
 
 
 def test_exact_section_renders_the_latest_full_records(tmp_path):
