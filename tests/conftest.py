@@ -22,18 +22,25 @@ def _compilation_cache() -> None:
     the computation, the jax/jaxlib version and the compile options, so a stale entry is never
     used): most of a cold run's time is XLA compiling the same few hundred kernels. The cache
     lives in ``$SVTJAX_TEST_CACHE_DIR`` (``SVTJAX_TEST_CACHE_DIR=`` empty turns it off), by
-    default ``~/.cache/svtjax/xla-tests``, apart from the command line's cache."""
+    default ``~/.cache/svtjax/xla-tests``, apart from the command line's cache (``svtjax.cli``
+    run by a test, in this process or a subprocess, uses the tests' directory too)."""
     directory = os.environ.get("SVTJAX_TEST_CACHE_DIR")
-    if directory == "":
-        return
-    from svtjax._cache import default_cache_dir, enable_compilation_cache
+    if directory != "":
+        from svtjax._cache import default_cache_dir, enable_compilation_cache
 
-    global CACHE_DIR
-    try:
-        CACHE_DIR = enable_compilation_cache(directory or
-                                             default_cache_dir().parent / "xla-tests")
-    except OSError:  # an unwritable home: the tests run, compiling everything
-        pass
+        global CACHE_DIR
+        try:
+            CACHE_DIR = enable_compilation_cache(directory or
+                                                 default_cache_dir().parent / "xla-tests")
+        except OSError:  # an unwritable home: the tests run, compiling everything
+            pass
+    # The command line, run in this process by the CLI tests, turns on its own cache on start
+    # (``svtjax.cli._start``): point it at the tests' directory (or keep it off), so that it
+    # neither moves this worker's later compilations into the user's cache nor misses there.
+    if CACHE_DIR is None:
+        os.environ["SVTJAX_NO_CACHE"] = "1"
+    else:
+        os.environ["SVTJAX_CACHE_DIR"] = CACHE_DIR
 
 
 _compilation_cache()
