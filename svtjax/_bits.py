@@ -3,11 +3,10 @@
 A block of an SVT run asks one question of its ⊤ answers: where is the r-th one (the cut-off
 "abort after c ⊤" ends the trial there)? The obvious answer, ``cumsum(above) < r``, is slow on
 XLA's CPU backend: ``jnp.cumsum`` lowers to a ``reduce-window`` that the backend does not
-vectorise. On the headline workload (svt-s, 1,000 trials x a 64-position block) one block's
-cumulative count took about 0.35 ms, several times the block's Laplace draws, while packing the
-block into 32-bit words and asking ``population_count`` took about 0.015 ms
-(``benchmarks/cost_breakdown.py`` measures the engine as a whole). Integers only, so the result
-is the same as the cumulative sum's, bit for bit.
+vectorise, and on the headline workload it cost more than the block's Laplace draws. Packing the
+block into 32-bit words and asking ``population_count`` costs a few elementwise passes
+(``benchmarks/cost_breakdown.py`` measures the engine before and after; RESULTS.md shows both).
+Integers only, so the result is the same as the cumulative sum's, bit for bit.
 """
 
 from __future__ import annotations
