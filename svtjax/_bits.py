@@ -57,6 +57,8 @@ def nth_packed(packed: Array, counts: Array, r: Array, width: int) -> Array:
     if r.ndim == packed.ndim:  # several ranks per vector
         packed, counts = packed[..., None, :], counts[..., None, :]
     words = packed.shape[-1]
+    if words == 0:  # an empty vector: no True anywhere
+        return jnp.where(r <= 0, -1, width).astype(jnp.int32)
     # The word holding the r-th True: the number of words whose running count is below r.
     # (W / 32 words, a few on every platform: unrolled adds, not a cumulative sum.)
     before = [jnp.zeros(counts.shape[:-1], jnp.int32)]

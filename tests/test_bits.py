@@ -15,7 +15,7 @@ def _nth_reference(row: np.ndarray, r: int) -> int:
     return int(hits[r - 1]) if r <= hits.size else row.size
 
 
-@pytest.mark.parametrize("width", [1, 5, 31, 32, 33, 64, 100, 256])
+@pytest.mark.parametrize("width", [0, 1, 5, 31, 32, 33, 64, 100, 256])
 def test_nth_true_matches_the_cumulative_count(width):
     rng = np.random.default_rng(width)
     x = rng.random((3, 200, width)) < rng.choice([0.02, 0.3, 0.9], size=(3, 1, 1))
