@@ -22,8 +22,9 @@ def _compilation_cache() -> None:
     the computation, the jax/jaxlib version and the compile options, so a stale entry is never
     used): most of a cold run's time is XLA compiling the same few hundred kernels. The cache
     lives in ``$SVTJAX_TEST_CACHE_DIR`` (``SVTJAX_TEST_CACHE_DIR=`` empty turns it off), by
-    default ``~/.cache/svtjax/xla-tests``, apart from the command line's cache (``svtjax.cli``
-    run by a test, in this process or a subprocess, uses the tests' directory too)."""
+    default ``~/.cache/svtjax/xla-tests``, apart from the user's cache: ``svtjax.cli`` run by a
+    test, in this process or a subprocess, uses the tests' directory, not
+    ``~/.cache/svtjax/xla``."""
     directory = os.environ.get("SVTJAX_TEST_CACHE_DIR")
     if directory != "":
         from svtjax._cache import default_cache_dir, enable_compilation_cache
