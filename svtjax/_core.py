@@ -270,44 +270,74 @@ def _row_block(x: Array, b, width: int) -> tuple[Array, Array]:
     return blk, (start + jnp.arange(width)) >= b * width
 
 
-@functools.partial(jax.jit, static_argnums=(2, 3))
-def _selected_rows(answers: Array, items, k: int, n: int) -> Array:
-    """``selected`` for a 2-D batch [R, L], reading blocks only until a row has k picks.
+@functools.partial(jax.jit, static_argnums=(3, 4, 5))
+def _first_tops(answers: Array, items, limit, k: int, n: int, to_halt: bool
+                ) -> tuple[Array, Array, Array]:
+    """The first ⊤ of every row of a 2-D batch [R, L], read block by block only as far as needed.
 
     SVT outcomes are mostly -1 past the halting point, so for a top-c run this touches the first
     few blocks of most rows instead of the whole stream (a cumulative sum over trials x n costs
     more than the mechanism itself); rows that need more are compacted (``svtjax._loops``).
-    ``items`` None: the item at position p is p mod n (a compact Outcome's fixed order).
+
+    Args:
+      answers, items: [R, L]; ``items`` None: the item at position p is p mod n (a compact
+        Outcome's fixed order).
+      limit: how many ⊤ to collect (int32, may be traced; at most ``k``).
+      k: the static width of the picks.
+      n: the number of items.
+      to_halt: read a row up to its first -1 (a single-pass stream: its halt), counting every ⊤
+        on the way; otherwise up to its ``limit``-th ⊤.
+
+    Returns:
+      (picks int32[R, k]: the items of the first ``limit`` ⊤ in stream order, padded with -1;
+      the number of ⊤ in the part read, int32[R]; the evaluated positions (``answers >= 0``) in
+      the part read, int32[R]: with ``to_halt``, the prefix length).
     """
     from svtjax._loops import compacting_block_loop
 
     rows, length = answers.shape
     width = min(_SELECT_BLOCK, length)
     num_blocks = -(-length // width)
+    slot = jnp.arange(width, dtype=jnp.int32)
+    wanted = jnp.arange(1, k + 1, dtype=jnp.int32)[None, :]  # [1, k]: picks 1..k
 
     def body(b, carry, work):
-        count, picks = carry
+        count, picks, evaluated, done = carry
         answers, items = work
         blk, fresh = _row_block(answers, b, width)
-        top = (blk == 1) & fresh[None, :] & (count < k)[:, None]
+        live = fresh[None, :] & ~done[:, None]
+        if to_halt:  # nothing after a row's first -1
+            first_stop = jnp.min(jnp.where((blk < 0) & live, slot, width), axis=1)
+            live = live & (slot[None, :] < first_stop[:, None])
+        top = (blk == 1) & live
         # Slot s takes the block's (s + 1 − count)-th ⊤, where there is one: a rank query on
         # the block's bits (svtjax._bits), neither a cumulative sum nor a scatter, both slow on
         # XLA's CPU backend.
         packed, counts = _bits.pack(top)
-        rank = jnp.arange(1, k + 1, dtype=jnp.int32)[None, :] - count[:, None]  # [R, k]
+        rank = wanted - count[:, None]  # [R, k]
         at = _bits.nth_packed(packed, counts, rank, width)
-        fill = (rank >= 1) & (at < width)
+        fill = (rank >= 1) & (at < width) & (wanted <= limit)
         at = jnp.clip(at, 0, width - 1)
-        if items is None:  # a compact Outcome's fixed order: the item at position p is p mod n
+        if items is None:
             item = (jnp.minimum(b * width, length - width) + at) % n
         else:
             item = jnp.take_along_axis(_row_block(items, b, width)[0], at, axis=1)
         picks = jnp.where(fill, item.astype(jnp.int32), picks)
-        return (count + jnp.sum(counts, axis=1, dtype=jnp.int32), picks), work
+        count = count + jnp.sum(counts, axis=1, dtype=jnp.int32)
+        if to_halt:  # the fresh slots are a suffix of the block: first_stop − first fresh slot
+            fresh_from = b * width - jnp.minimum(b * width, length - width)
+            evaluated = evaluated + jnp.where(done, 0, first_stop - fresh_from)
+        else:  # summed in int16, a same-width reduction that XLA's CPU backend vectorises
+            evaluated = evaluated + jnp.sum((live & (blk >= 0)).astype(jnp.int16), axis=1,
+                                            dtype=jnp.int16).astype(jnp.int32)
+        stop = (first_stop < width) if to_halt else count >= limit
+        return (count, picks, evaluated, done | stop), work
 
-    init = (jnp.zeros((rows,), jnp.int32), jnp.full((rows, k), -1, jnp.int32))
-    out = compacting_block_loop(body, lambda c: c[0] < k, init, (answers, items), num_blocks)
-    return out[1]
+    init = (jnp.zeros((rows,), jnp.int32), jnp.full((rows, k), -1, jnp.int32),
+            jnp.zeros((rows,), jnp.int32), jnp.zeros((rows,), bool))
+    count, picks, evaluated, _ = compacting_block_loop(body, lambda c: ~c[3], init,
+                                                       (answers, items), num_blocks)
+    return picks, count, evaluated
 
 
 @jax.jit
@@ -391,5 +421,5 @@ def selected(outcome: Outcome, k: int) -> Array:
         raise ValueError(f"k must be an integer >= 1; got {k!r}")
     answers, items, batch = _rows_of(outcome)
     n = outcome._n if isinstance(outcome, Outcome) and outcome._n else answers.shape[-1]
-    picks = _selected_rows(answers, items, k, int(n))
+    picks, _, _ = _first_tops(answers, items, jnp.int32(k), k, int(n), False)
     return picks.reshape(batch + (k,))

@@ -82,7 +82,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -146,6 +146,29 @@ def _item_tables(scores: Array, c: Array, dtype: Any, xp: Any = jnp
     return above, at, slots, relevance.astype(dtype), top_support
 
 
+def _top_tables(scores: Array, c: Array, k: int, dtype: Any
+               ) -> tuple[Array, Array, Array, Array, Array]:
+    """:func:`_item_tables` from the top ``k >= c`` scores instead of a sort of all n (a sort
+    of 10^4 floats costs about 2 ms on a CPU core, a top-k a fortieth of that).
+
+    With t the c-th largest score, an item is above the top-c boundary when s_i > t and at it
+    when s_i = t; the slots at t are c − #(s > t). An item with s_i >= t has first =
+    1 + #(s > s_i) and min(last, c) = min(#(s >= s_i), c), both read off the top k, which hold
+    every score above it."""
+    # The barrier keeps the top-k a top-k: without it XLA fuses the slice of its sort into the
+    # users and sorts all n scores.
+    top = jax.lax.optimization_barrier(jax.lax.top_k(scores, k)[0])  # descending
+    t = top[jnp.clip(c - 1, 0, k - 1)]
+    ascending = top[::-1]
+    first = 1 + k - jnp.searchsorted(ascending, scores, side="right").astype(jnp.int32)
+    hi = jnp.minimum(k - jnp.searchsorted(ascending, scores, side="left").astype(jnp.int32), c)
+    zero = jnp.zeros((), dtype)
+    relevance = jnp.where(scores >= t, (2 * c + 2 - first - hi).astype(dtype) / 2, zero)
+    slots = c - jnp.sum(top > t, dtype=jnp.int32)
+    top_support = jnp.sum(jnp.where(jnp.arange(k) < c, top.astype(dtype), zero))
+    return scores > t, scores == t, slots, relevance, top_support
+
+
 _PAIRWISE_MAX_K = 128
 """Widths up to this find repeated picks by all-pairs comparison (k^2 work, but 2-5x faster than
 two sorts on CPU for k <= 300); wider selections sort."""
@@ -181,10 +204,16 @@ def _answer_mask(selected: Array, n: int, c: Array) -> Array:
 
 def _counts(selected: Array, scores: Array, c: Array) -> _Counts:
     dtype = _float_dtype(scores)
-    n = scores.shape[0]
-    above, at, slots, relevance, top_support = _item_tables(scores, c, dtype)
-    keep = _answer_mask(selected, n, c)
-    idx = jnp.clip(selected, 0, n - 1)
+    keep = _answer_mask(selected, scores.shape[0], c)
+    return _gathered_counts(keep, selected, scores, _item_tables(scores, c, dtype))
+
+
+def _gathered_counts(keep: Array, selected: Array, scores: Array, tables: tuple) -> _Counts:
+    """The sufficient statistics of the answer sets ``selected[keep]`` (distinct items, at most
+    c per row): the item tables gathered at the picks."""
+    above, at, slots, relevance, top_support = tables
+    dtype = relevance.dtype
+    idx = jnp.clip(selected, 0, scores.shape[0] - 1)
     zero = jnp.zeros((), dtype)
     tied = jnp.sum(keep & at[idx], axis=-1, dtype=jnp.int32)
     return _Counts(
@@ -222,84 +251,93 @@ def _evaluate(selected: Array, scores: Array, c: Array) -> dict[str, Array]:
 _OUTCOME_BLOCK = 256
 
 
-@functools.partial(jax.jit, static_argnames=("n_items", "single_pass"))
-def _outcome_counts(answers: Array, items, scores: Array, c: Array, *, n_items: int,
+@functools.partial(jax.jit, static_argnames=("k", "n_items", "single_pass"))
+def _outcome_counts(answers: Array, items, scores: Array, c: Array, *, k: int, n_items: int,
                     single_pass: bool) -> tuple[_Counts, Array]:
-    """The sufficient statistics of the answer set of every row of an Outcome batch, read block
-    by block (like ``svtjax.selected``) without materialising the picks: the first c ⊤ of a row
-    in stream order form its answer set; each block adds their count, their items' top-c
-    membership and tie flags, supports and NCR relevances (a [rows, W] x [W, 4] product in a
-    fixed order, a gather of the item tables otherwise). A single-pass row is read up to its
-    first -1 (it has halted), a multi-pass row up to its c-th ⊤. Also returns each row's number
-    of evaluated positions in the part read (for single-pass rows: the prefix length).
+    """The sufficient statistics of the answer set of every row of an Outcome batch, and each
+    row's evaluated positions in the part read (for single-pass rows: the prefix length).
 
-    ``items`` None: the item at position p is p mod ``n_items`` (a compact Outcome)."""
-    from svtjax._core import _row_block
+    The first c ⊤ of a row in stream order form its answer set (distinct items, as mechanisms
+    produce them); a single-pass row is read up to its first -1 (its halt), a multi-pass row up
+    to its c-th ⊤, block by block. The item tables come from the top k >= c scores
+    (:func:`_top_tables`). Two ways to sum them, each the faster one for its layout on a CPU:
+
+    * ``items`` None (a compact Outcome: the item at position p is p mod ``n_items``, the same
+      for every row): each block keeps its ⊤ up to the (c − count)-th (one rank query per row,
+      ``svtjax._bits``) and adds a [rows, W] x [W, 4] product with the tables' rows there;
+    * stored items (shuffled): the first c ⊤ are collected as picks (``svtjax.selected``'s
+      loop) and the tables gathered at those k slots only, not at every position read.
+    """
+    from svtjax._core import _first_tops, _row_block
     from svtjax._loops import compacting_block_loop
 
     dtype = _float_dtype(scores)
-    rows, length = answers.shape
-    above, at, slots, relevance, top_support = _item_tables(scores, c, dtype)
+    tables = _top_tables(scores, c, min(k, scores.shape[0]), dtype)
+    if items is not None:
+        picks, _, evaluated = _first_tops(answers, items, c, k, n_items, single_pass)
+        return _gathered_counts(picks >= 0, picks, scores, tables), evaluated
+    above, at, slots, relevance, top_support = tables
     table = jnp.stack([above.astype(dtype), at.astype(dtype), scores.astype(dtype),
                        relevance], axis=1)  # [n, 4]
+    rows, length = answers.shape
     width = min(_OUTCOME_BLOCK, length)
     num_blocks = -(-length // width)
+    slot = jnp.arange(width, dtype=jnp.int32)
 
-    def body(b, carry, work):
+    def body(b, carry, answers):
         count, sums, evaluated, done = carry
-        answers, items = work
         blk, fresh = _row_block(answers, b, width)
         start = jnp.minimum(b * width, length - width)
-        slot = jnp.arange(width, dtype=jnp.int32)
         live = fresh[None, :] & ~done[:, None]
         if single_pass:  # a halted row: nothing after its first -1
             first_stop = jnp.min(jnp.where((blk < 0) & live, slot, width), axis=1)
             live = live & (slot[None, :] < first_stop[:, None])
         top = (blk == 1) & live
-        # the first c ⊤ of the row: the block's ⊤ up to its (c − count)-th (svtjax._bits)
-        last = _bits.nth_true(top, c - count)
+        last = _bits.nth_true(top, c - count)  # the first c ⊤ of the row
         keep = (top & (slot[None, :] <= last[:, None])).astype(dtype)
-        if items is None:  # the same items for every row: one [W, 4] slice of the tables
-            if length == n_items:
-                tab = jax.lax.dynamic_slice_in_dim(table, start, width)
-            else:
-                tab = table[(start + slot) % n_items]
-            gained = keep @ tab  # [rows, 4]
+        if length == n_items:
+            tab = jax.lax.dynamic_slice_in_dim(table, start, width)
         else:
-            blk_items, _ = _row_block(items, b, width)
-            gained = jnp.einsum("rw,rwf->rf", keep, table[jnp.clip(blk_items, 0, n_items - 1)])
-        count = count + jnp.sum(top, axis=1, dtype=jnp.int32)
-        evaluated = evaluated + jnp.sum(live & (blk >= 0), axis=1, dtype=jnp.int32)
-        # a single-pass row is read up to its halt (its evaluated prefix is counted whole);
-        # a retraversal row up to its c-th ⊤
-        stop = (first_stop < width) if single_pass else count >= c
-        return (count, sums + gained, evaluated, done | stop), work
+            tab = table[(start + slot) % n_items]
+        # int16 sums: a same-width reduction, which XLA's CPU backend vectorises (W <= 256)
+        count = count + jnp.sum(top.astype(jnp.int16), axis=1,
+                                dtype=jnp.int16).astype(jnp.int32)
+        if single_pass:  # the fresh slots are a suffix of the block
+            evaluated = evaluated + jnp.where(done, 0, first_stop - (b * width - start))
+            stop = first_stop < width
+        else:
+            evaluated = evaluated + jnp.sum((live & (blk >= 0)).astype(jnp.int16), axis=1,
+                                            dtype=jnp.int16).astype(jnp.int32)
+            stop = count >= c
+        return (count, sums + keep @ tab, evaluated, done | stop), answers
 
     init = (jnp.zeros((rows,), jnp.int32), jnp.zeros((rows, 4), dtype),
             jnp.zeros((rows,), jnp.int32), jnp.zeros((rows,), bool))
-    count, sums, evaluated, _ = compacting_block_loop(
-        body, lambda carry: ~carry[3], init, (answers, items), num_blocks)
+    count, sums, evaluated, _ = compacting_block_loop(body, lambda carry: ~carry[3], init,
+                                                      answers, num_blocks)
     size = jnp.minimum(count, c)
     tp = sums[:, 0].astype(jnp.int32) + jnp.minimum(sums[:, 1].astype(jnp.int32), slots)
     return _Counts(size, tp, sums[:, 2], sums[:, 3], top_support), evaluated
 
 
-def evaluate_outcome(outcome, scores: ArrayLike, c: Any) -> dict[str, Array]:
+def evaluate_outcome(outcome, scores: ArrayLike, c: Any, *, max_c: Optional[int] = None
+                     ) -> dict[str, Array]:
     """Every metric of :data:`METRICS` straight from a batch of Outcomes, per trial.
 
     Equal to ``evaluate(svtjax.selected(outcome, c), scores, c)`` for the Outcomes mechanisms
-    produce (the ⊤ items of a trial are distinct), but it never builds the picks: it reads each
-    trial block by block only up to its halt (single-pass streams) or its c-th ⊤ and sums the
-    items' statistics on the way, which makes it the reducer to use inside ``simulate(...,
-    reduce=)`` and sweeps. (A single-pass trial is read up to its halt, a retraversal trial up
-    to its c-th ⊤.) Also returns ``"picks"`` (|S|, int32) and ``"evaluated"``: the
-    positions each trial evaluated (the prefix up to its halt for a single-pass stream; the
-    positions read otherwise).
+    produce (the ⊤ items of a trial are distinct), in one block-wise pass that reads each trial
+    only up to its halt (a single-pass stream) or its c-th ⊤ (retraversal), gathering the item
+    tables at the c answer slots only; this makes it the reducer to use inside
+    ``simulate(..., reduce=)`` and sweeps. Also returns ``"picks"`` (|S|, int32) and
+    ``"evaluated"``: the positions each trial evaluated (the prefix up to its halt for a
+    single-pass stream; the positions read otherwise).
 
     Args:
       outcome: an ``Outcome`` with any number of leading batch axes.
       scores: real ``[n]``, the true item scores.
-      c: size of the true top-c set (may be traced).
+      c: size of the true top-c set: an integer >= 1, or a traced integer with ``max_c``.
+      max_c: a Python int >= c, the static number of answer slots per trial; needed when ``c``
+        is traced (a sweep's per-point c), else ``c`` itself.
 
     Returns:
       A dict metric name -> float ``[...]`` (and ``"picks"``, ``"evaluated"``: int32 ``[...]``).
@@ -314,12 +352,27 @@ def evaluate_outcome(outcome, scores: ArrayLike, c: Any) -> dict[str, Array]:
     if int(n_items) != scores.shape[0]:
         raise ValueError(f"the Outcome is over {n_items} items but scores has "
                          f"{scores.shape[0]}")
+    if max_c is not None and (not isinstance(max_c, (int, np.integer)) or
+                              isinstance(max_c, bool) or max_c < 1):
+        raise ValueError(f"max_c must be an integer >= 1; got {max_c!r}")
+    if is_concrete(c):
+        if np.ndim(c) != 0 or int(c) != c or int(c) < 1:
+            raise ValueError(f"c must be an integer >= 1; got {c!r}")
+        if max_c is not None and int(c) > max_c:
+            raise ValueError(f"c = {int(c)} exceeds max_c = {max_c}")
+        k = int(c) if max_c is None else int(max_c)
+    elif max_c is None:
+        raise ValueError("c is traced, so its answer slots are unknown when the program is "
+                         "built: pass max_c=<an int >= c>")
+    else:
+        k = int(max_c)
     length = answers.shape[-1]
     c = jnp.asarray(c).astype(jnp.int32)
-    counts, evaluated = _outcome_counts(answers, items, scores, c, n_items=scores.shape[0],
+    counts, evaluated = _outcome_counts(answers, items, scores, c, k=k,
+                                        n_items=scores.shape[0],
                                         single_pass=length == scores.shape[0])
     out = _from_counts(counts, c)
-    out = {k: v.reshape(batch) for k, v in out.items()}
+    out = {name: v.reshape(batch) for name, v in out.items()}
     out["picks"] = counts.size.reshape(batch)
     out["evaluated"] = evaluated.reshape(batch)
     return out

@@ -916,13 +916,12 @@ def _per_trial(out, scores, c, *, k: int, metrics: tuple, own: tuple = (),
 
     from svtjax import metrics as M
 
-    del k  # the metrics read the Outcome directly (no picks array of a static width)
     dtype = scores.dtype
     length = out.answers.shape[-1]
     single_pass = length == scores.shape[0]
     needs = any(m in M.METRICS or m == "picks" or (m == "evaluated" and single_pass)
                 for m in metrics)
-    every = M.evaluate_outcome(out, scores, c) if needs else {}
+    every = M.evaluate_outcome(out, scores, c, max_c=k) if needs else {}
     rows = []
     own = {m.name: m for m in own}
     for m in metrics:

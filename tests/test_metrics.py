@@ -327,6 +327,56 @@ def test_with_svtjax_selected():
     np.testing.assert_allclose(np.asarray(M.ser(sel, np.asarray(S5, float), 3)), [1 / 3, 1.0])
 
 
+OUTCOME_RUNS = [  # (mechanism, parameters, shuffle): single-pass and retraversal streams
+    ("svt-s", {"epsilon": 20.0, "c": 4}, False),
+    ("svt-s", {"epsilon": 20.0, "c": 4}, True),
+    ("svt-retr", {"epsilon": 20.0, "c": 4, "max_passes": 3, "raise_by": 1.0}, True),
+]
+
+
+@pytest.mark.parametrize("name,params,shuffle", OUTCOME_RUNS,
+                         ids=[f"{r[0]}-{'shuffle' if r[2] else 'fixed'}" for r in OUTCOME_RUNS])
+def test_evaluate_outcome_equals_evaluate_of_selected(name, params, shuffle):
+    """``evaluate_outcome`` (the reducer's one pass) equals ``evaluate(selected(...))``, for a
+    concrete c and for a traced c with ``max_c``: the same answer sets (their sizes exactly),
+    values to float64 rounding (two programs may round a ratio differently in the last bit);
+    its ``evaluated`` is the prefix length of a single-pass stream (``svtjax.prefix_counts``)."""
+    rng = np.random.default_rng(5)
+    scores = np.round(rng.exponential(3.0, 300))  # ties among the top scores
+    mech = svtjax.get(name, **params)
+    out = svtjax.simulate(mech, scores, 12.0, trials=200, seed=3, shuffle=shuffle)
+    c = params["c"]
+    want = M.evaluate(svtjax.selected(out, c), scores, c)
+    got = M.evaluate_outcome(out, scores, c)
+    traced = jax.jit(lambda o, s, c: M.evaluate_outcome(o, s, c, max_c=7))(out, scores, c)
+    assert np.asarray(got["picks"]).min() < c <= np.asarray(got["picks"]).max()
+    np.testing.assert_array_equal(np.asarray(got["picks"]),
+                                  np.sum(np.asarray(svtjax.selected(out, c)) >= 0, axis=-1))
+    for metric in NAMES:
+        for result in (got, traced):
+            np.testing.assert_allclose(np.asarray(result[metric]), np.asarray(want[metric]),
+                                       rtol=1e-13, atol=1e-15, err_msg=metric)
+    evaluated, _ = svtjax.prefix_counts(out)
+    if name == "svt-s":
+        np.testing.assert_array_equal(np.asarray(got["evaluated"]), np.asarray(evaluated))
+    else:  # retraversal: the evaluated positions up to the c-th ⊤ (all the trial evaluated)
+        np.testing.assert_array_equal(np.asarray(got["evaluated"]),
+                                      np.sum(np.asarray(out.answers) >= 0, axis=-1))
+
+
+def test_evaluate_outcome_bad_c():
+    out = svtjax.simulate(svtjax.get("svt-s", epsilon=1.0, c=2), np.arange(10.0), 4.5, trials=2)
+    scores = np.arange(10.0)
+    with pytest.raises(ValueError, match="pass max_c"):
+        jax.jit(lambda o, c: M.evaluate_outcome(o, scores, c))(out, 2)
+    with pytest.raises(ValueError, match="exceeds max_c"):
+        M.evaluate_outcome(out, scores, 3, max_c=2)
+    with pytest.raises(ValueError, match="c must be an integer >= 1"):
+        M.evaluate_outcome(out, scores, 0)
+    with pytest.raises(ValueError, match="max_c must be an integer >= 1"):
+        M.evaluate_outcome(out, scores, 2, max_c=2.5)
+
+
 # ---------------------------------------------------------------------------------------------
 # Bad input.
 
