@@ -31,7 +31,8 @@ from svtjax.mechanisms.base import Mechanism
 
 __all__ = ["simulate", "trial_keys", "seed_key", "default_chunk_size", "plan_chunk",
            "outcome_bytes",
-           "TrialContext", "run_chunk", "MEMORY_BUDGET", "SEED_RANGE"]
+           "TrialContext", "run_chunk", "shuffle_groups", "MEMORY_BUDGET",
+           "SHUFFLE_GROUP_BYTES", "SEED_RANGE"]
 
 MEMORY_BUDGET = 256 * 2**20
 """Bytes of per-chunk working memory ``simulate`` aims for when ``chunk_size`` is None."""
@@ -143,8 +144,40 @@ class TrialContext(NamedTuple):
     extra: Any
 
 
+SHUFFLE_GROUP_BYTES = 4 * 2**20
+"""On a CPU, a reduced shuffled chunk runs its trials in groups whose random-order state (the
+engine's Fisher–Yates permutations and items buffers) takes about this many bytes, one group
+after another inside the compiled chunk: the swaps then stay in the caches instead of reaching
+across the permutations of the whole chunk (benchmarks/bench_shuffle_groups.py)."""
+
+_MIN_GROUP = 128
+"""Fewer trials per group than this leave the block loop's per-iteration cost unamortised."""
+
+
+def shuffle_groups(mech, n: int, chunk: int, *, points: int = 1) -> int:
+    """How many groups a reduced shuffled chunk of ``chunk`` trials (of ``points`` stacked
+    mechanisms) runs in, one after another inside the compiled chunk (1: not grouped): equal
+    groups (no trial padded) of at least ``_MIN_GROUP`` trials, as many as the divisor of
+    ``chunk`` nearest to the count whose random orders (the bytes ``shuffle=True`` adds to
+    ``mech.working_bytes``) take about ``SHUFFLE_GROUP_BYTES`` each; on a CPU only (an
+    accelerator wants the whole batch at once)."""
+    if jax.default_backend() != "cpu":
+        return 1
+    # what a trial's random order adds to its working set (the engine: its permutation and its
+    # items buffer)
+    per_trial = (mech.working_bytes(n, 4, True) - mech.working_bytes(n, 4, False)) * max(points, 1)
+    if per_trial <= 0:
+        return 1
+    group = max(_MIN_GROUP, SHUFFLE_GROUP_BYTES // per_trial)
+    if group >= chunk:
+        return 1
+    target = math.ceil(chunk / group)
+    divisors = [g for g in range(2, chunk // _MIN_GROUP + 1) if chunk % g == 0]
+    return min(divisors, key=lambda g: (abs(g - target), g), default=1)
+
+
 def _one_point(mech, queries, thresholds, root, start, reduce, extra, *, chunk, shuffle,
-               num_devices, rule, mode, trials, width):
+               num_devices, rule, mode, trials, width, groups):
     idx = start + jnp.arange(chunk)
     if num_devices > 1:
         idx = jax.lax.with_sharding_constraint(
@@ -160,14 +193,25 @@ def _one_point(mech, queries, thresholds, root, start, reduce, extra, *, chunk, 
         offsets = jax.vmap(lambda a: draw(jax.random.fold_in(a, 0), desc, extra[c]))(
             aux).astype(queries.dtype)
         per_trial_t = offsets
-    out = mech.run_batch(keys, queries, thresholds, shuffle=shuffle, offsets=offsets,
-                         width=width)
-    if mode == "outcome":
-        return out
-    ctx = TrialContext(idx, per_trial_t, jax.vmap(lambda a: jax.random.fold_in(a, 1))(aux),
-                       mech, extra)
-    per_trial = reduce(out, ctx)
-    if mode == "values":
+
+    def run(idx, keys, aux, offsets, per_trial_t):
+        out = mech.run_batch(keys, queries, thresholds, shuffle=shuffle, offsets=offsets,
+                             width=width)
+        if mode == "outcome":
+            return out
+        ctx = TrialContext(idx, per_trial_t, jax.vmap(lambda a: jax.random.fold_in(a, 1))(aux),
+                           mech, extra)
+        return reduce(out, ctx)
+
+    batch = (idx, keys, aux, offsets, per_trial_t)
+    if groups > 1 and mode != "outcome":  # one group after another; each trial keeps its numbers
+        split = lambda x: x.reshape((groups, chunk // groups) + x.shape[1:])  # noqa: E731
+        per_trial = jax.lax.map(lambda b: run(*b), jax.tree_util.tree_map(split, batch))
+        per_trial = jax.tree_util.tree_map(
+            lambda x: x.reshape((chunk,) + x.shape[2:]), per_trial)
+    else:
+        per_trial = run(*batch)
+    if mode in ("outcome", "values"):
         return per_trial
     keep = idx < trials
 
@@ -180,10 +224,10 @@ def _one_point(mech, queries, thresholds, root, start, reduce, extra, *, chunk, 
 
 
 @functools.partial(jax.jit, static_argnames=("chunk", "shuffle", "num_devices", "rule", "mode",
-                                             "points", "width"))
+                                             "points", "width", "groups"))
 def run_chunk(mech, queries, thresholds, root, start, trials, reduce=None, extra=None, *,
               chunk: int, shuffle: bool, num_devices: int = 1, rule=None, mode: str = "outcome",
-              points: int = 0, width: Optional[int] = None):
+              points: int = 0, width: Optional[int] = None, groups: int = 1):
     """The compiled chunk: trials ``start .. start + chunk − 1`` of one mechanism (or of a batch
     of ``points`` mechanisms, stacked along a leading axis with their roots, thresholds and
     ``extra``, vmapped).
@@ -205,9 +249,14 @@ def run_chunk(mech, queries, thresholds, root, start, trials, reduce=None, extra
       points: 0 for one mechanism, else the number of stacked mechanisms.
       width: the engine's positions per loop iteration (static; None: the platform's
         ``svtjax.mechanisms._engine.BLOCK_WIDTH``, read when the chunk is first traced).
+      groups: in modes ``"values"`` and ``"sum"``, run the chunk's trials in this many equal
+        groups one after another (:func:`shuffle_groups`; a divisor of ``chunk``). Every trial
+        gets the same numbers either way.
     """
+    if chunk % groups:
+        raise ValueError(f"groups = {groups} does not divide chunk = {chunk}")
     fn = functools.partial(_one_point, chunk=chunk, shuffle=shuffle, num_devices=num_devices,
-                           rule=rule, mode=mode, trials=trials, width=width)
+                           rule=rule, mode=mode, trials=trials, width=width, groups=groups)
     if points == 0:
         return fn(mech, queries, thresholds, root, start, reduce, extra)
     return jax.vmap(lambda m, t, r, e: fn(m, queries, t, r, start, reduce, e))(
@@ -307,8 +356,11 @@ def simulate(mech: Mechanism, queries, thresholds, *, trials: int, seed: int = 0
         wrapped = jax.tree_util.Partial(_ignore_context, reduce)
     from svtjax.mechanisms._engine import block_width
 
+    groups = (shuffle_groups(mech, n, chunk)
+              if shuffle and reduce is not None and num_devices == 1 else 1)
     run = functools.partial(run_chunk, chunk=chunk, shuffle=shuffle, num_devices=num_devices,
-                            mode="outcome" if reduce is None else "sum", width=block_width(n))
+                            mode="outcome" if reduce is None else "sum", width=block_width(n),
+                            groups=groups)
     starts = range(0, num_chunks * chunk, chunk)
     if progress is None:
         progress = num_chunks > 1 and sys.stderr.isatty()

@@ -1422,7 +1422,7 @@ def _run_points(config, outdir, dtype, pidx, pcount, num_devices, resume, progre
     import jax.numpy as jnp
 
     from svtjax.mechanisms._engine import block_width
-    from svtjax.simulate import run_chunk, seed_key
+    from svtjax.simulate import run_chunk, seed_key, shuffle_groups
 
     scores_by = _load_datasets(config)
     points = expand(config)
@@ -1474,10 +1474,12 @@ def _run_points(config, outdir, dtype, pidx, pcount, num_devices, resume, progre
             reducer = jax.tree_util.Partial(
                 _reducer_fn(k, tuple(config.metrics), tuple(config.extra_metrics),
                             rule is not None), scores)
+            trial_groups = (shuffle_groups(m0, n, chunk, points=pb)
+                            if config.shuffle and ndev == 1 else 1)
             run = functools.partial(
                 run_chunk, chunk=chunk, shuffle=config.shuffle, num_devices=ndev,
                 rule=None if rule is None else (rule.draw, "c"), mode="values",
-                points=0 if pb == 1 else pb, width=block_width(n))
+                points=0 if pb == 1 else pb, width=block_width(n), groups=trial_groups)
             for b0 in range(0, len(members), pb):
                 batch = members[b0:b0 + pb]
                 padded = batch + [batch[-1]] * (pb - len(batch))

@@ -123,6 +123,58 @@ def test_reduce_sums_per_trial_values_inside_chunks():
         assert int(red["tops2"]) == (tops ** 2).sum()
 
 
+def test_shuffled_trial_groups_change_no_number(monkeypatch):
+    """A reduced shuffled chunk run in groups (``shuffle_groups``) gives every trial the numbers
+    it gets ungrouped: per-trial values (``mode="values"``) and ``simulate``'s sums."""
+    mech = svtjax.get("svt-s", epsilon=2.0, c=3)
+    root = simulate_module.seed_key(11)
+
+    def per_trial(out, ctx):
+        pos = jnp.arange(out.answers.shape[-1])
+        return {"evaluated": jnp.sum(out.answers >= 0, axis=-1),
+                "items": jnp.sum(jnp.where(out.answers == 1, (out.items + 1) * (pos + 1), 0),
+                                 axis=-1),
+                "trial": ctx.index}
+
+    reduce = jax.tree_util.Partial(per_trial)
+    runs = [simulate_module.run_chunk(mech, ZIPF, jnp.full(300, 10.0), root, 0, 256, reduce,
+                                      chunk=256, shuffle=True, mode="values", groups=g)
+            for g in (1, 2, 4)]
+    assert np.asarray(runs[0]["evaluated"]).min() < 300  # trials halt at different positions
+    for run in runs[1:]:
+        _assert_same(jax.tree_util.tree_leaves(runs[0]), jax.tree_util.tree_leaves(run))
+    np.testing.assert_array_equal(np.asarray(runs[0]["trial"]), np.arange(256))
+
+    def count(out):
+        return jnp.sum(out.answers >= 0, axis=-1), jnp.sum(out.answers == 1, axis=-1)
+
+    ungrouped = svtjax.simulate(mech, ZIPF, 10.0, trials=512, seed=4, shuffle=True, reduce=count)
+    monkeypatch.setattr(simulate_module, "SHUFFLE_GROUP_BYTES", 1)
+    assert simulate_module.shuffle_groups(mech, 300, 512) == 4  # groups of the 128-trial minimum
+    grouped = svtjax.simulate(mech, ZIPF, 10.0, trials=512, seed=4, shuffle=True, reduce=count)
+    _assert_same(ungrouped, grouped)
+
+
+def test_shuffle_groups_are_equal_cache_sized_and_cpu_only(monkeypatch):
+    mech = svtjax.get("svt-s", epsilon=1.0, c=5)
+    groups = simulate_module.shuffle_groups
+    monkeypatch.setattr(simulate_module, "SHUFFLE_GROUP_BYTES", 4 * 2**20)
+    # n = 10^4: the order adds an int16 permutation (10,048 entries), an int32 items buffer
+    # (10^4) and its block of swap draws, about 64 KiB a trial: 64 trials a group, below the
+    # minimum of 128, so 1000 trials go in the nearest count of equal groups of >= 128 (5 x 200)
+    extra = mech.working_bytes(10_000, 4, True) - mech.working_bytes(10_000, 4, False)
+    assert 10_048 * 2 + 10_000 * 4 <= extra <= 2**16
+    assert groups(mech, 10_000, 1000) == 5
+    assert groups(mech, 1_000, 10_000) == 16  # 6 KiB a trial: 699 a group; 16 x 625
+    assert groups(mech, 1_000, 10_000, points=4) == 50  # the points share the budget: 50 x 200
+    assert groups(mech, 10_000, 128) == 1  # the minimum group
+    assert groups(mech, 10_000, 1009) == 1  # a prime: no equal groups
+    # a mechanism whose random order adds no working memory is not grouped
+    assert groups(svtjax.get("report-noisy-max", epsilon=1.0, k=5), 10_000, 1000) == 1
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert groups(mech, 10_000, 1000) == 1
+
+
 def test_shuffle_gives_uniform_orders():
     """With no cut-off every position is evaluated, so items[t] is trial t's whole order: all
     n! orders must be equally likely (chi-square, p > 1e-4 for a correct shuffle)."""
