@@ -199,7 +199,10 @@ def _top(scores, k: int, vectorized: bool):
     if vectorized:
         # top_k orders +0.0 above -0.0; equal numbers must tie (lower index), as in argmax.
         scores = jnp.where(scores == 0, jnp.zeros((), scores.dtype), scores)
-        values, idx = lax.top_k(scores, k)
+        # The barrier keeps XLA's CPU backend on its top-k kernel: when the values feed other
+        # operations (noisy-top-k-gap's gaps), XLA otherwise fuses them into the slice of a full
+        # sort of every score (25x slower at n = 10^4, k = 50; benchmarks/check_regression.py).
+        values, idx = lax.optimization_barrier(lax.top_k(scores, k))
         return values, idx.astype(jnp.int32)
 
     def peel(r, carry):  # one round: the best remaining item, then remove it
