@@ -577,6 +577,36 @@ def cost_md(results_dir: Path) -> list:
     return out + [""]
 
 
+def shuffle_groups_md(results_dir: Path) -> list:
+    """Reduced shuffled chunks run in trial groups: the latest record of
+    benchmarks/bench_shuffle_groups.py (none: no section)."""
+    recs = _records(results_dir, "shuffle-groups-*.json",
+                    lambda r: r.get("benchmark") == "shuffle-groups")
+    if not recs:
+        return []
+    rec = max(recs, key=lambda r: r["time"])
+    src = rec["source"]
+    out = ["## Shuffled trials in groups", "",
+           f"`python benchmarks/bench_shuffle_groups.py` (`{Path(rec['_path']).name}`, "
+           f"{src.get('git_commit', '?')[:7]}{' + changes' if src.get('git_dirty') else ''}, "
+           f"{rec['machine'].get('cpu_model', '?')}): the headline workload with a per-trial "
+           "shuffle through `simulate(reduce=)`, the chunk's trials run in equal groups whose "
+           "random-order state takes about the budget (`svtjax.simulate.SHUFFLE_GROUP_BYTES`; "
+           "0: one group). Medians of interleaved rounds in ms; `same numbers`: the sums equal "
+           "those of one group.", "",
+           "| n | trials | reducer | budget MiB | groups | ms | ÷ one group | same numbers |",
+           "|---|---|---|---|---|---|---|---|"]
+    base = {(r["n"], r["reducer"]): r.get("median_s") for r in rec["rows"]
+            if r.get("budget_mib") == 0}
+    for r in rec["rows"]:
+        ms, ref = r.get("median_s"), base.get((r["n"], r["reducer"]))
+        speed = f"{ref / ms:.2f}x" if ms and ref else "—"
+        out.append(f"| {r['n']} | {r['trials']} | {r['reducer']} | {r['budget_mib']:g} | "
+                   f"{r['groups']} | {_fmt(None if ms is None else 1e3 * ms, '.1f')} | "
+                   f"{speed} | {'yes' if r.get('same_numbers') else 'no'} |")
+    return out + [""]
+
+
 def allocator_md(results_dir: Path) -> list:
     """The allocator section: the latest record of benchmarks/bench_allocator.py."""
     rec = _latest(results_dir, "allocator-*.json", "svtjax-allocator/1")
@@ -673,7 +703,7 @@ def write_results_md(results_dir: Path, output: Path, suites: Sequence[str] = ("
     head, sep, rest = text.partition("\n## GPU")
     text = (head + "\n" + "\n".join(reproduce_md(Path(results_dir)) + exact_md(
         Path(results_dir)) + ties_md(Path(results_dir)) + cost_md(Path(results_dir))
-        + allocator_md(Path(results_dir))
+        + shuffle_groups_md(Path(results_dir)) + allocator_md(Path(results_dir))
         + versions_md(Path(results_dir)))
         + sep + rest)
     Path(output).write_text(text)

@@ -365,6 +365,25 @@ def test_cost_section_renders_every_record_oldest_first(tmp_path):
     assert render.cost_md(tmp_path / "missing") == []
 
 
+def test_shuffle_groups_section_renders_the_latest_record(tmp_path):
+    """RESULTS.md's shuffled-groups section comes from bench_shuffle_groups.py's JSON (the
+    latest record), with each budget's speed relative to one group."""
+    def rec(time, ms):
+        rows = [{"n": 100, "trials": 256, "reducer": "f1", "budget_mib": b, "groups": g,
+                 "median_s": s / 1e3, "same_numbers": True}
+                for b, g, s in ((0, 1, 40.0), (4, 2, ms))]
+        return {"benchmark": "shuffle-groups", "time": time, "rows": rows,
+                "source": {"git_commit": "c" * 40, "git_dirty": False},
+                "machine": {"cpu_model": "test cpu"}}
+    (tmp_path / "shuffle-groups-a.json").write_text(json.dumps(rec("2026-01-01T00:00:00", 80)))
+    (tmp_path / "shuffle-groups-b.json").write_text(json.dumps(rec("2026-02-01T00:00:00", 20)))
+    text = "\n".join(render.shuffle_groups_md(tmp_path))
+    assert "| 100 | 256 | f1 | 4 | 2 | 20.0 | 2.00x | yes |" in text  # the later record
+    assert "| 100 | 256 | f1 | 0 | 1 | 40.0 | 1.00x | yes |" in text
+    assert "80.0" not in text and "test cpu" in text
+    assert render.shuffle_groups_md(tmp_path / "missing") == []
+
+
 def test_exact_section_renders_the_latest_full_records(tmp_path):
     """RESULTS.md's svtjax.exact section: speed, accuracy and the Monte Carlo check, each from
     the latest full (not --quick) bench_exact record that holds it."""
