@@ -30,11 +30,6 @@ from benchmarks import machine, timing, workload  # noqa: E402
 HERE = Path(__file__).resolve().parent
 
 
-def _size(text: str) -> tuple[int, int]:
-    n, trials = text.lower().split("x")
-    return int(n), int(trials)
-
-
 def measure(sizes, modes, widths, chunks, rounds: int, log=print) -> list[dict]:
     import jax
 
@@ -77,8 +72,7 @@ def measure(sizes, modes, widths, chunks, rounds: int, log=print) -> list[dict]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--sizes", nargs="+", type=_size,
-                   default=[(10_000, 1_000), (1_000, 10_000)], help="n x trials")
+    workload.add_sizes_option(p)
     p.add_argument("--modes", nargs="+", default=["fixed", "shuffle"],
                    choices=["fixed", "shuffle"])
     p.add_argument("--widths", nargs="+", type=int, default=[64, 128, 256])

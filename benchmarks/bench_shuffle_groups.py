@@ -29,11 +29,6 @@ from benchmarks import machine, timing, workload  # noqa: E402
 HERE = Path(__file__).resolve().parent
 
 
-def _size(text: str) -> tuple[int, int]:
-    n, trials = text.lower().split("x")
-    return int(n), int(trials)
-
-
 def measure(sizes, budgets, rounds: int, log=print) -> list[dict]:
     import jax
 
@@ -81,8 +76,7 @@ def measure(sizes, budgets, rounds: int, log=print) -> list[dict]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--sizes", nargs="+", type=_size,
-                   default=[(10_000, 1_000), (1_000, 10_000)], help="n x trials")
+    workload.add_sizes_option(p)
     p.add_argument("--budgets", nargs="+", type=float, default=[0, 1, 2, 4, 8])
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--out", type=Path, default=HERE / "results")

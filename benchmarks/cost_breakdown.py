@@ -39,11 +39,6 @@ from benchmarks import machine, timing, workload  # noqa: E402
 HERE = Path(__file__).resolve().parent
 
 
-def _size(text: str) -> tuple[int, int]:
-    n, trials = text.lower().split("x")
-    return int(n), int(trials)
-
-
 def case(n: int, trials: int, mode: str, rounds: int) -> dict:
     import jax
     import jax.numpy as jnp
@@ -118,7 +113,7 @@ def _time(fn):
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--sizes", nargs="+", type=_size, default=[(10_000, 1_000), (1_000, 10_000)])
+    workload.add_sizes_option(p)
     p.add_argument("--modes", nargs="+", default=["fixed", "shuffle"],
                    choices=["fixed", "shuffle"])
     p.add_argument("--rounds", type=int, default=7)

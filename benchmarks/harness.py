@@ -584,17 +584,6 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _size(text: str) -> tuple:
-    try:
-        n, trials = (int(x) for x in text.lower().split("x"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"a size is NxTRIALS, e.g. 10000x1000; got {text!r}") from None
-    if n < 1 or trials < 1:
-        raise argparse.ArgumentTypeError(f"n and trials must be >= 1; got {text!r}")
-    return (n, trials)
-
-
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -617,7 +606,8 @@ def parser() -> argparse.ArgumentParser:
                    help="timed samples per engine, in interleaved rounds (default 5, quick 2)")
     p.add_argument("--only", action="append", metavar="NAME",
                    help="run only this mechanism (repeatable; the headline runs with svt-s)")
-    p.add_argument("--size", action="append", type=_size, metavar="NxTRIALS", dest="sizes",
+    p.add_argument("--size", action="append", type=workload.size_arg, metavar="NxTRIALS",
+                   dest="sizes",
                    help="workload size, e.g. 10000x1000 (repeatable)")
     p.add_argument("--mode", action="append", choices=MODES, dest="modes",
                    help="item order: fixed (one random order), shuffle (per trial), sorted "

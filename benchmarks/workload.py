@@ -42,6 +42,31 @@ ORDER_SEED = 0
 ORDERS = ("fixed", "sorted")
 
 
+def size_arg(text: str) -> tuple[int, int]:
+    """``NxTRIALS`` (e.g. ``10000x1000``) as (n, trials): the ``type=`` of the benchmarks'
+    size options, an ``argparse.ArgumentTypeError`` (one line) when malformed."""
+    import argparse
+
+    try:
+        n, trials = (int(x) for x in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"a size is NxTRIALS, e.g. 10000x1000; got {text!r}") from None
+    if n < 1 or trials < 1:
+        raise argparse.ArgumentTypeError(f"n and trials must be >= 1; got {text!r}")
+    return (n, trials)
+
+
+HEADLINE_SIZES = ((10_000, 1_000), (1_000, 10_000))
+"""The headline's (n, trials): few long streams, and many short ones."""
+
+
+def add_sizes_option(parser) -> None:
+    """``--sizes NxTRIALS ...`` (default: :data:`HEADLINE_SIZES`) on an argparse parser."""
+    parser.add_argument("--sizes", nargs="+", type=size_arg, default=list(HEADLINE_SIZES),
+                        help="n x trials, e.g. 10000x1000 (default: the headline's sizes)")
+
+
 def zipf_workload(n: int, c: int = C, order: str = "fixed", seed: int = ORDER_SEED
                   ) -> tuple[np.ndarray, float]:
     """Zipf scores 10,000 / i in the stored order, and the threshold T.
