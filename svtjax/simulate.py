@@ -206,9 +206,15 @@ def _one_point(mech, queries, thresholds, root, start, reduce, extra, *, chunk, 
     batch = (idx, keys, aux, offsets, per_trial_t)
     if groups > 1 and mode != "outcome":  # one group after another; each trial keeps its numbers
         split = lambda x: x.reshape((groups, chunk // groups) + x.shape[1:])  # noqa: E731
+
+        def join(x):  # [groups, ...]: the groups' trials side by side on the trial axis
+            if mode == "values":  # a sweep's [..., trials]
+                x = jnp.moveaxis(x, 0, -2)
+                return x.reshape(x.shape[:-2] + (chunk,))
+            return x.reshape((chunk,) + x.shape[2:])
+
         per_trial = jax.lax.map(lambda b: run(*b), jax.tree_util.tree_map(split, batch))
-        per_trial = jax.tree_util.tree_map(
-            lambda x: x.reshape((chunk,) + x.shape[2:]), per_trial)
+        per_trial = jax.tree_util.tree_map(join, per_trial)
     else:
         per_trial = run(*batch)
     if mode in ("outcome", "values"):
@@ -239,7 +245,8 @@ def run_chunk(mech, queries, thresholds, root, start, trials, reduce=None, extra
       start, trials: the chunk's first trial index and the run's number of trials (for masking
         the padding of a last chunk in ``mode="sum"``).
       reduce: ``reduce(outcome_batch, TrialContext) -> pytree of per-trial arrays`` (a
-        ``jax.tree_util.Partial``), for ``mode`` ``"sum"`` or ``"values"``.
+        ``jax.tree_util.Partial``), for ``mode`` ``"sum"`` (the trials on each leaf's leading
+        axis) or ``"values"`` (on its last axis, as a sweep's [metrics, trials]).
       extra: passed to ``reduce`` as ``ctx.extra``.
       chunk, shuffle, num_devices: static.
       rule: ``(draw, key)``: a per-trial threshold rule ``draw(key, sorted_scores, c)`` with

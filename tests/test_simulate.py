@@ -129,12 +129,14 @@ def test_shuffled_trial_groups_change_no_number(monkeypatch):
     mech = svtjax.get("svt-s", epsilon=2.0, c=3)
     root = simulate_module.seed_key(11)
 
-    def per_trial(out, ctx):
+    def per_trial(out, ctx):  # mode "values": the trials on the last axis, as a sweep's
         pos = jnp.arange(out.answers.shape[-1])
-        return {"evaluated": jnp.sum(out.answers >= 0, axis=-1),
+        evaluated = jnp.sum(out.answers >= 0, axis=-1)
+        return {"evaluated": evaluated,
                 "items": jnp.sum(jnp.where(out.answers == 1, (out.items + 1) * (pos + 1), 0),
                                  axis=-1),
-                "trial": ctx.index}
+                "trial": ctx.index,
+                "rows": jnp.stack([ctx.index, evaluated])}  # [2, trials]
 
     reduce = jax.tree_util.Partial(per_trial)
     runs = [simulate_module.run_chunk(mech, ZIPF, jnp.full(300, 10.0), root, 0, 256, reduce,
@@ -144,6 +146,16 @@ def test_shuffled_trial_groups_change_no_number(monkeypatch):
     for run in runs[1:]:
         _assert_same(jax.tree_util.tree_leaves(runs[0]), jax.tree_util.tree_leaves(run))
     np.testing.assert_array_equal(np.asarray(runs[0]["trial"]), np.arange(256))
+    np.testing.assert_array_equal(np.asarray(runs[2]["rows"]),
+                                  np.stack([np.arange(256), np.asarray(runs[0]["evaluated"])]))
+    # mode "sum": the trials on the leading axis ([trials, 2] here)
+    sums = [simulate_module.run_chunk(
+        mech, ZIPF, jnp.full(300, 10.0), root, 0, 200,
+        jax.tree_util.Partial(lambda out, ctx: jnp.stack(
+            [jnp.sum(out.answers >= 0, axis=-1), ctx.index], axis=1)),
+        chunk=256, shuffle=True, mode="sum", groups=g) for g in (1, 4)]
+    _assert_same(sums[0], sums[1])
+    np.testing.assert_array_equal(np.asarray(sums[1])[1], np.arange(200).sum())
 
     def count(out):
         return jnp.sum(out.answers >= 0, axis=-1), jnp.sum(out.answers == 1, axis=-1)

@@ -201,6 +201,23 @@ def test_interrupted_sweep_resumes_only_unfinished_points(tmp_path):
     assert side["config"]["sweep"]["trials"] == 301 and "jax" in side["versions"]
 
 
+def test_shuffled_trial_groups_give_identical_results_files(tmp_path, monkeypatch):
+    """A shuffled sweep whose chunks run in trial groups (``simulate.shuffle_groups``, forced
+    here with a 1-byte budget: groups of the 128-trial minimum) writes the same results as one
+    group per chunk."""
+    raw = _config(shuffle=True, trials=256)
+    raw["mechanisms"] = raw["mechanisms"][:1]
+    raw["grid"] = {"epsilon": [1.0], "c": [3, 6]}
+    sweep.run(raw, tmp_path / "one", num_devices=1, progress=False, log=lambda m: None)
+    simulate = importlib.import_module("svtjax.simulate")
+    monkeypatch.setattr(simulate, "SHUFFLE_GROUP_BYTES", 1)
+    mech = svtjax.get("svt-s", epsilon=1.0, c=3, monotonic=True)
+    assert simulate.shuffle_groups(mech, N, 256, points=2) == 2
+    sweep.run(raw, tmp_path / "groups", num_devices=1, progress=False, log=lambda m: None)
+    assert _csv_without_seconds(tmp_path / "groups" / "results.csv") == \
+        _csv_without_seconds(tmp_path / "one" / "results.csv")
+
+
 def test_four_cpu_devices_give_identical_results_files(tmp_path):
     raw = _config()
     raw["mechanisms"] = raw["mechanisms"][:1]  # one compilation in the subprocess
