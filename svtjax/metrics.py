@@ -358,6 +358,9 @@ def evaluate_outcome(outcome, scores: ArrayLike, c: Any, *, max_c: Optional[int]
     if is_concrete(c):
         if np.ndim(c) != 0 or int(c) != c or int(c) < 1:
             raise ValueError(f"c must be an integer >= 1; got {c!r}")
+        if int(c) > scores.shape[0]:
+            raise ValueError(f"c must be at most the number of items ({scores.shape[0]}); "
+                             f"got {int(c)}")
         if max_c is not None and int(c) > max_c:
             raise ValueError(f"c = {int(c)} exceeds max_c = {max_c}")
         k = int(c) if max_c is None else int(max_c)

@@ -373,6 +373,8 @@ def test_evaluate_outcome_bad_c():
         M.evaluate_outcome(out, scores, 3, max_c=2)
     with pytest.raises(ValueError, match="c must be an integer >= 1"):
         M.evaluate_outcome(out, scores, 0)
+    with pytest.raises(ValueError, match="at most the number of items"):
+        M.evaluate_outcome(out, scores, 11)
     with pytest.raises(ValueError, match="max_c must be an integer >= 1"):
         M.evaluate_outcome(out, scores, 2, max_c=2.5)
 
