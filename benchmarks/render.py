@@ -577,19 +577,29 @@ def cost_md(results_dir: Path) -> list:
     return out + [""]
 
 
+def _latest_benchmark(results_dir: Path, name: str) -> Optional[dict]:
+    """The latest ``<name>-*.json`` record written by ``machine.write_record(name, ...)``."""
+    recs = _records(results_dir, f"{name}-*.json", lambda r: r.get("benchmark") == name)
+    return max(recs, key=lambda r: r["time"]) if recs else None
+
+
+def _run_by(command: str, rec: dict) -> str:
+    """"`command` (`record`, commit [+ changes], CPU)": where a section's figures come from."""
+    src = rec["source"]
+    return (f"`{command}` (`{Path(rec['_path']).name}`, {src.get('git_commit', '?')[:7]}"
+            f"{' + changes' if src.get('git_dirty') else ''}, "
+            f"{rec['machine'].get('cpu_model', '?')})")
+
+
 def shuffle_groups_md(results_dir: Path) -> list:
     """Reduced shuffled chunks run in trial groups: the latest record of
     benchmarks/bench_shuffle_groups.py (none: no section)."""
-    recs = _records(results_dir, "shuffle-groups-*.json",
-                    lambda r: r.get("benchmark") == "shuffle-groups")
-    if not recs:
+    rec = _latest_benchmark(results_dir, "shuffle-groups")
+    if rec is None:
         return []
-    rec = max(recs, key=lambda r: r["time"])
-    src = rec["source"]
     out = ["## Shuffled trials in groups", "",
-           f"`python benchmarks/bench_shuffle_groups.py` (`{Path(rec['_path']).name}`, "
-           f"{src.get('git_commit', '?')[:7]}{' + changes' if src.get('git_dirty') else ''}, "
-           f"{rec['machine'].get('cpu_model', '?')}): the headline workload with a per-trial "
+           f"{_run_by('python benchmarks/bench_shuffle_groups.py', rec)}: the headline "
+           "workload with a per-trial "
            "shuffle through `simulate(reduce=)`, the chunk's trials run in equal groups whose "
            "random-order state takes about the budget (`svtjax.simulate.SHUFFLE_GROUP_BYTES`; "
            "0: one group). Medians of interleaved rounds in ms; `same numbers`: the sums equal "
@@ -604,6 +614,37 @@ def shuffle_groups_md(results_dir: Path) -> list:
         out.append(f"| {r['n']} | {r['trials']} | {r['reducer']} | {r['budget_mib']:g} | "
                    f"{r['groups']} | {_fmt(None if ms is None else 1e3 * ms, '.1f')} | "
                    f"{speed} | {'yes' if r.get('same_numbers') else 'no'} |")
+    return out + [""]
+
+
+def draw_once_md(results_dir: Path) -> list:
+    """Block draws hashed once: the latest record of benchmarks/bench_draw_once.py (none: no
+    section)."""
+    rec = _latest_benchmark(results_dir, "draw-once")
+    if rec is None:
+        return []
+    out = ["## Block draws hashed once", "",
+           f"{_run_by('python benchmarks/bench_draw_once.py --mechanisms', rec)}: the engine's "
+           "compiled chunk with a block's "
+           "draws made inside a conditional (`svtjax.mechanisms._engine.DRAW_ONCE`, `once`) and "
+           "without (`per consumer`: XLA's fusion recomputes the Threefry hash in every fusion "
+           "that reads the draws). `hash copies`: fusions of the compiled program holding a "
+           "block's hash. Medians of interleaved rounds in ms; `same numbers`: both programs "
+           "return identical outputs.", "",
+           "| case | hash copies, per consumer | once | ms, per consumer | ms, once | speed-up | "
+           "same numbers |", "|---|---|---|---|---|---|---|"]
+    cases: dict = {}
+    for r in rec["rows"]:
+        cases.setdefault(r["case"], {})[r["draws"]] = r
+    for case, pair in cases.items():
+        per, one = pair.get("per consumer", {}), pair.get("once", {})
+        a, b = per.get("median_s"), one.get("median_s")
+        speed = f"{a / b:.2f}x" if a and b else "—"
+        out.append(f"| {case} | {per.get('threefry_copies', '—')} | "
+                   f"{one.get('threefry_copies', '—')} | "
+                   f"{_fmt(None if a is None else 1e3 * a, '.2f')} | "
+                   f"{_fmt(None if b is None else 1e3 * b, '.2f')} | {speed} | "
+                   f"{'yes' if one.get('same_numbers') else 'no'} |")
     return out + [""]
 
 
@@ -703,7 +744,8 @@ def write_results_md(results_dir: Path, output: Path, suites: Sequence[str] = ("
     head, sep, rest = text.partition("\n## GPU")
     text = (head + "\n" + "\n".join(reproduce_md(Path(results_dir)) + exact_md(
         Path(results_dir)) + ties_md(Path(results_dir)) + cost_md(Path(results_dir))
-        + shuffle_groups_md(Path(results_dir)) + allocator_md(Path(results_dir))
+        + shuffle_groups_md(Path(results_dir)) + draw_once_md(Path(results_dir))
+        + allocator_md(Path(results_dir))
         + versions_md(Path(results_dir)))
         + sep + rest)
     Path(output).write_text(text)

@@ -40,3 +40,24 @@ def test_random_bits_and_fold_in_equal_jax_random():
 def test_other_key_implementations_are_not_claimed():
     assert _rng.key_data(jax.random.key(0, impl="rbg")) is None
     assert _rng.fast_standard(FAMILIES["zero"]) is None
+
+
+@pytest.mark.parametrize("shuffle", [False, True], ids=["fixed", "shuffle"])
+def test_block_draws_are_hashed_once_per_block_on_cpu(shuffle):
+    """XLA's CPU fusion copies a block's Threefry hash into every fusion that reads the draws
+    (the headline kernel held four copies per loop); the engine draws inside a conditional
+    (``svtjax.mechanisms._engine.DRAW_ONCE``) so that each block is hashed once: one hash per
+    compaction level for the query noise, and with a random order two more (the swap indices'
+    first attempt and the redraw loop of Lemire's rejection)."""
+    if jax.default_backend() != "cpu":
+        pytest.skip("DRAW_ONCE is a CPU setting")
+    import svtjax
+    from benchmarks.bench_draw_once import _compiled
+    from svtjax._loops import bucket_sizes
+
+    mech = svtjax.get("svt-s", epsilon=1.0, c=3)
+    trials = 160
+    q = np.arange(300.0)
+    _, _, copies = _compiled(mech, q, 150.0, trials, shuffle, None, once=True)
+    levels = len(bucket_sizes(trials)[:5])  # 300 items: 5 blocks of 64
+    assert copies == levels * (3 if shuffle else 1)

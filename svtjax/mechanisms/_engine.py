@@ -133,7 +133,41 @@ class _Source(NamedTuple):
     draws: Optional[dict]  # name -> float[B, passes * n] / int32[B, n] (pre-drawn)
 
 
-def _lazy_block(mech, lay: _Layout, keys: dict, k, j, dtype) -> dict:
+DRAW_ONCE = {"cpu"}
+"""Platforms on which a block's draws are made inside a conditional (:func:`_lazy_block`), so
+that the block's Threefry hashes are computed once.
+
+XLA's fusion pass duplicates cheap elementwise producers into every fusion that consumes them,
+and Threefry is nothing but cheap integer ops: on the CPU backend each consumer of a block's
+variates (the decisions, the answers written, the halting count) recomputed the whole hash
+(the compiled headline kernel held four copies of its 20 rounds per compaction level; an
+``optimization_barrier`` is removed before fusion and does not stop it). A conditional's
+result is a materialised buffer that no fusion reaches into, so the hashes run once per block.
+Measured with ``benchmarks/bench_draw_once.py``."""
+
+
+def _lazy_block(mech, lay: _Layout, keys: dict, k, j, dtype, once: bool = True) -> dict:
+    """:func:`_block_draws`, made once per block (``once``, where the platform is in
+    :data:`DRAW_ONCE`; a rule run by ``lax.scan`` reads its draws from one buffer anyway).
+
+    The predicate ``j >= 0`` always holds, but XLA cannot prove it, so the conditional stays
+    and its other branch (zeros of the same shapes) never runs."""
+    draws = lambda: _block_draws(mech, lay, keys, k, j, dtype)  # noqa: E731
+    return _once(draws, j) if once else draws()
+
+
+def _once(fn, witness):
+    """``fn()``, computed inside a conditional on ``witness >= 0`` (a traced int that is never
+    negative) on the platforms in :data:`DRAW_ONCE`, so that its result is materialised once
+    instead of being recomputed inside each of its consumers' fusions."""
+    if jax.default_backend() not in DRAW_ONCE:
+        return fn()
+    shapes = jax.eval_shape(fn)
+    return lax.cond(jnp.asarray(witness) >= 0, fn,
+                    lambda: jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes))
+
+
+def _block_draws(mech, lay: _Layout, keys: dict, k, j, dtype) -> dict:
     """Standard variates of processing block j of pass k, for every stream: name -> [B, W].
 
     ``keys``: stream name -> the batch's stream keys, as raw Threefry key data uint32[B, 2]
@@ -189,7 +223,7 @@ def fast_block_order(kd: Array, b: Array, n: int) -> Array:
         high, again = attempt(_rng.fold_in(bkd, r.astype(jnp.uint32)))
         return r + 1, jnp.where(rejected, high, value), rejected & again
 
-    value, rejected = attempt(bkd)
+    value, rejected = _once(lambda: attempt(bkd), b[0])  # the hash once, for both outputs
     _, value, _ = lax.while_loop(lambda c: jnp.any(c[2]), redraw, (jnp.int32(1), value, rejected))
     j = pos + value.astype(jnp.int32)
     return jnp.where(pos < n, j, pos)
@@ -528,7 +562,8 @@ def run_keys(mech, keys: Key, q: Array, t: Array, *, shuffle: bool,
         skeys = {name: _rng.fold_in(kd, np.uint32(stream_id(name))) for name in names}
     else:
         skeys = {name: jax.vmap(lambda k, s=name: stream_key(k, s))(keys) for name in names}
-    get_block = lambda src, k, j: _lazy_block(mech, lay, src, k, j, dtype)  # noqa: E731
+    once = vectorized and mech.has_block()  # the block form: many consumers of each draw
+    get_block = lambda src, k, j: _lazy_block(mech, lay, src, k, j, dtype, once)  # noqa: E731
     return _loop(mech, lay, keys.shape[0], z0, skeys, get_block, q, t, offsets, shuffle,
                  vectorized)
 
