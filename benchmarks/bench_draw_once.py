@@ -55,8 +55,11 @@ def _compiled(mech, q, t, trials: int, shuffle: bool, reduce, once: bool):
     simulate = importlib.import_module("svtjax.simulate")
     engine = importlib.import_module("svtjax.mechanisms._engine")
     saved = engine.DRAW_ONCE
-    engine.DRAW_ONCE = {jax.default_backend()} if once else set()
-    jax.clear_caches()  # the setting is read when the chunk is traced
+    want = {jax.default_backend()} if once else set()
+    changed = want != saved
+    if changed:  # the setting is read when the chunk is traced: drop traces made under another
+        engine.DRAW_ONCE = want
+        jax.clear_caches()
     try:
         qq, tt = mech._prepare(q, t)
         if reduce is not None:  # as simulate wraps it
@@ -66,7 +69,9 @@ def _compiled(mech, q, t, trials: int, shuffle: bool, reduce, once: bool):
                       width=engine.block_width(qq.shape[0]))
         compiled = simulate.run_chunk.lower(*args, **kwargs).compile()
     finally:
-        engine.DRAW_ONCE = saved
+        if changed:
+            engine.DRAW_ONCE = saved
+            jax.clear_caches()
     return compiled, args, threefry_copies(compiled.as_text())
 
 
