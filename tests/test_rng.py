@@ -26,6 +26,22 @@ def test_fast_standard_equals_jax_random(family, dtype):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want), err_msg=f"b={b}")
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("family", sorted(_rng.TRANSFORMS))
+def test_block_prefixes_equal_whole_blocks(family, dtype):
+    """The first W variates of a block are the numbers of a whole block: the engine's narrow
+    blocks (``svtjax.mechanisms._engine.NARROW``) draw only those."""
+    cls = FAMILIES[family]
+    keys = jax.random.split(jax.random.key(13), 129)
+    kd = _rng.key_data(keys)
+    fast = _rng.fast_standard(cls)
+    whole = fast(_rng.fold_in(kd, np.uint32(3)), 64, dtype)
+    for width in (1, 5, 8):
+        np.testing.assert_array_equal(np.asarray(fast(_rng.fold_in(kd, np.uint32(3)), width,
+                                                      dtype)),
+                                      np.asarray(whole[:, :width]), err_msg=f"W={width}")
+
+
 def test_random_bits_and_fold_in_equal_jax_random():
     keys = jax.random.split(jax.random.key(5), 100)
     kd = _rng.key_data(keys)

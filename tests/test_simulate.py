@@ -16,6 +16,7 @@ import pytest
 from scipy import stats
 
 import svtjax
+from tests.cases import CASES, build, case_ids
 
 simulate_module = importlib.import_module("svtjax.simulate")
 
@@ -42,6 +43,32 @@ def test_chunk_size_does_not_change_outcomes(name, params, shuffle):
     assert runs[0].answers.shape == (130, ZIPF.shape[0])
     _assert_same(runs[0], runs[1])
     _assert_same(runs[0], runs[2])
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_ids())
+def test_a_narrow_block_gives_the_numbers_of_a_whole_block(case):
+    """A stream of at most ``NARROW`` queries runs in one block of that width
+    (``_engine.block_width``); every registered case gives the Outcomes of the whole-BLOCK
+    layout, bit for bit, in a fixed order and shuffled (one program per case)."""
+    from svtjax.mechanisms import _engine
+
+    rng = np.random.default_rng(17)
+    n = 5
+    mech = build(case, rng, **({"c": 2} if case.has_cutoff else {}))
+    q = jnp.asarray(rng.normal(0.0, 2.0, n))
+    t = jnp.full((n,), 0.5)
+    keys = jax.random.split(jax.random.key(9), 40)
+    assert _engine.block_width(n) == _engine.NARROW < _engine.BLOCK_WIDTH["cpu"]
+
+    @jax.jit
+    def runs(mech, keys, q, t):
+        return [[mech.run_batch(keys, q, t, shuffle=shuffle, width=width)
+                 for width in (None, _engine.BLOCK)] for shuffle in (False, True)]
+
+    for narrow, whole in runs(mech, keys, q, t):
+        for field in narrow._fields:
+            np.testing.assert_array_equal(np.asarray(getattr(narrow, field)),
+                                          np.asarray(getattr(whole, field)), err_msg=field)
 
 
 def test_trial_t_uses_fold_in_of_seed():

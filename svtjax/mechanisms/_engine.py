@@ -6,8 +6,9 @@ step, halting, optionally a block form); this module runs it for a batch of tria
 * **Block-keyed draws.** A stream's position p is variate ``p % BLOCK`` of block ``p // BLOCK``
   drawn from ``fold_in(stream_key, p // BLOCK)`` (pass k of a multi-pass stream starts on block
   ``k · ⌈n/BLOCK⌉``), so the number at a position depends only on (trial key, stream, position).
-  The engine processes ``width`` positions per loop iteration (a multiple of BLOCK, chosen per
-  platform: :func:`block_width`); that choice never changes a number.
+  The engine processes ``width`` positions per loop iteration (a multiple of BLOCK chosen per
+  platform, or one narrow block for a stream of a few queries: :func:`block_width`); that
+  choice never changes a number.
 * **Early exit with compaction.** A ``lax.while_loop`` over blocks ends once every trial has
   halted; when at most 1/8 of the trials still run they are gathered into a smaller batch
   (``svtjax._loops``). Noise is drawn only for the blocks reached.
@@ -60,9 +61,22 @@ whatever the width), only how much a trial that halts mid-block overshoots again
 loop iterations the batch pays for. Measured: ``benchmarks/bench_block_width.py`` (records in
 ``benchmarks/results/``)."""
 
+NARROW = 8
+"""A stream of at most this many queries is processed in one block of this width, not of a whole
+BLOCK: variate i of a block is Threefry's word for counter i (JAX's partitionable layout,
+``svtjax._rng.random_bits``), so the first W variates of a block are the same numbers whether W
+or BLOCK of them are drawn, and a 5-query stream (the audits', the exact-law tests') no longer
+hashes and decides 64 positions per trial. Only this width: on the 2-core CPU, widths of 16 to
+32 ran some rules (svt-s, lyu-alg1, svt-gap) slower than 64 while 8 ran every rule measured
+faster (``benchmarks/bench_short_streams.py``)."""
+
 
 def block_width(n: int, platform: Optional[str] = None) -> int:
-    """Positions per loop iteration on ``platform`` (default: JAX's default backend)."""
+    """Positions per loop iteration on ``platform`` (default: JAX's default backend): the
+    platform's :data:`BLOCK_WIDTH` (at most the stream's blocks), or :data:`NARROW` for a stream
+    of at most that many queries."""
+    if n <= NARROW:
+        return NARROW
     if platform is None:
         platform = jax.default_backend()
     width = BLOCK_WIDTH.get(platform, BLOCK_WIDTH["gpu"])
@@ -86,15 +100,32 @@ class _Layout(NamedTuple):
     def buffer(self) -> int:  # output buffers: L, or one processing block when L is shorter
         return max(self.length, self.width)
 
+    @property
+    def drawn(self) -> int:  # variates drawn per RNG block: BLOCK, or a narrow block's width
+        return min(self.width, BLOCK)
+
 
 def _layout(mech, n: int, width: Optional[int] = None) -> _Layout:
-    width = block_width(n) if not width else max(BLOCK, min(int(width), BLOCK * num_blocks(n)))
-    if width % BLOCK:
+    """The processing layout of a stream of ``n`` queries: ``width`` positions per loop
+    iteration (default :func:`block_width`): a multiple of BLOCK, at most the stream's blocks;
+    for a stream shorter than BLOCK, a width below BLOCK is rounded up to a multiple of
+    :data:`NARROW` that covers the stream (one block)."""
+    if not width:
+        width = block_width(n)
+    elif n < BLOCK and int(width) < BLOCK:
+        width = max(_round_up(n, NARROW), _round_up(int(width), NARROW))
+    else:
+        width = max(BLOCK, min(int(width), BLOCK * num_blocks(n)))
+    if width % BLOCK and width > BLOCK:
         raise ValueError(f"the block width must be a multiple of {BLOCK}; got {width}")
     nb = num_blocks(n)
-    per = width // BLOCK
+    per = max(1, width // BLOCK)
     npb = -(-nb // per)
     return _Layout(n, mech.passes(), width, nb, per, npb, npb * width)
+
+
+def _round_up(x: int, m: int) -> int:
+    return -(-x // m) * m
 
 
 def _families(streams: dict) -> dict:
@@ -181,7 +212,7 @@ def _block_draws(mech, lay: _Layout, keys: dict, k, j, dtype) -> dict:
         skeys = keys[name]
         if fast is not None and skeys.dtype == jnp.uint32:
             kd = _rng.fold_in(skeys[:, None, :], (first + sub).astype(jnp.uint32)[None, :])
-            out[name] = fast(kd, BLOCK, dtype).reshape(skeys.shape[0], lay.width)
+            out[name] = fast(kd, lay.drawn, dtype).reshape(skeys.shape[0], lay.width)
             continue
         if skeys.dtype == jnp.uint32:
             skeys = jax.random.wrap_key_data(skeys)
@@ -189,33 +220,34 @@ def _block_draws(mech, lay: _Layout, keys: dict, k, j, dtype) -> dict:
         def one(skey, family=family):
             blocks = jax.vmap(lambda s: block_variates(skey, first + s, family.standard, dtype))(
                 jnp.arange(lay.per))
-            return blocks.reshape(-1)
+            return blocks[:, :lay.drawn].reshape(-1)
         out[name] = jax.vmap(one)(skeys)
     if "order" in keys:
         okeys = keys["order"]
         if okeys.dtype == jnp.uint32:
             out["order"] = fast_block_order(okeys, j * lay.per + sub.astype(jnp.int32),
-                                            lay.n).reshape(okeys.shape[0], lay.width)
+                                            lay.n, lay.drawn).reshape(okeys.shape[0], lay.width)
         else:
             def order(skey):
                 blocks = jax.vmap(lambda s: block_order(skey, j * lay.per + s, lay.n))(
                     jnp.arange(lay.per))
-                return blocks.reshape(-1)
+                return blocks[:, :lay.drawn].reshape(-1)
             out["order"] = jax.vmap(order)(okeys)
     return out
 
 
-def fast_block_order(kd: Array, b: Array, n: int) -> Array:
+def fast_block_order(kd: Array, b: Array, n: int, drawn: int = BLOCK) -> Array:
     """:func:`svtjax.mechanisms.base.block_order` for raw stream keys ``kd`` uint32[B, 2] and
-    block indices ``b`` int32[m]: int32[B, m, BLOCK], the same numbers (Lemire's method on
-    ``jax.random.bits``' words, a rejected word redrawn from ``fold_in(block key, r)``)."""
+    block indices ``b`` int32[m]: int32[B, m, drawn], the first ``drawn`` positions of each
+    block, the same numbers (Lemire's method on ``jax.random.bits``' words, one counter per
+    position, a rejected word redrawn from ``fold_in(block key, r)``)."""
     bkd = _rng.fold_in(kd[:, None, :], b.astype(jnp.uint32)[None, :])  # [B, m, 2]
-    pos = b[None, :, None] * BLOCK + jnp.arange(BLOCK, dtype=jnp.int32)
+    pos = b[None, :, None] * BLOCK + jnp.arange(drawn, dtype=jnp.int32)
     span = jnp.maximum(n - pos, 1).astype(jnp.uint32)
     floor = (jnp.uint32(0) - span) % span
 
     def attempt(key_data):
-        high, low = _mulhi32(_rng.random_bits(key_data, BLOCK), span)
+        high, low = _mulhi32(_rng.random_bits(key_data, drawn), span)
         return high, low < floor
 
     def redraw(carry):
