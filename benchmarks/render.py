@@ -648,6 +648,63 @@ def draw_once_md(results_dir: Path) -> list:
     return out + [""]
 
 
+def short_streams_md(results_dir: Path) -> list:
+    """Short streams in one narrow block: the latest record of benchmarks/bench_short_streams.py
+    over the most mechanisms, and the latest that timed more than two widths (none: no
+    section)."""
+    recs = _records(results_dir, "short-streams-*.json",
+                    lambda r: r.get("benchmark") == "short-streams")
+    if not recs:
+        return []
+    out = ["## Short streams in one narrow block", ""]
+    for r in recs:
+        r["cases"] = [c for c in r["cases"] if "ns_per_trial" in c]  # not the skipped ones
+    recs = [r for r in recs if r["cases"]]
+    if not recs:
+        return []
+    widest = max(recs, key=lambda r: (len({c["mechanism"] for c in r["cases"]}), r["time"]))
+    tried = [r for r in recs if len(r["cases"][0]["ns_per_trial"]) > 2]
+    for rec, what in ((widest, "every mechanism"), (max(tried, key=lambda r: r["time"])
+                                                    if tried else None, "widths")):
+        if rec is None or (what == "widths" and rec is widest):
+            continue
+        widths = list(rec["cases"][0]["ns_per_trial"])
+        command = _short_streams_command(rec, widths)
+        out += [f"{_run_by(command, rec)}: `svtjax.simulate(reduce=)` (count of ⊤) of each "
+                "mechanism at its audit parameters (ε = 1) on a stream of n queries, "
+                f"{rec['cases'][0]['trials']:,} trials, processed in one block of each width "
+                "(`svtjax.mechanisms._engine.NARROW` = 8 is the default for n ≤ 8; 64 is the "
+                "whole BLOCK used before). Medians of interleaved rounds, ns per trial; `same "
+                "numbers`: every width gives the same sums. The selection mechanisms "
+                "(report-noisy-max, em-peeling, noisy-top-k-gap) do not run on the threshold "
+                "engine: their rows show the measurement's noise.", "",
+                "| mechanism | n | " + " | ".join(f"width {w}" for w in widths)
+                + " | 64 ÷ 8 | same numbers |",
+                "|---|---|" + "---|" * len(widths) + "---|---|"]
+        for c in rec["cases"]:
+            ns = c["ns_per_trial"]
+            ratio = (f"{ns['64'] / ns['8']:.2f}x" if ns.get("64") and ns.get("8") else "—")
+            out.append(f"| {c['mechanism']} | {c['n']} | "
+                       + " | ".join(_fmt(ns[w], '.0f') for w in widths)
+                       + f" | {ratio} | {'yes' if c['same_numbers'] else 'no'} |")
+        out.append("")
+    return out
+
+
+def _short_streams_command(rec: dict, widths: list) -> str:
+    """The bench_short_streams.py command that wrote ``rec`` (its arguments, from its cases)."""
+    import svtjax
+
+    cases = rec["cases"]
+    names = list(dict.fromkeys(c["mechanism"] for c in cases))
+    lengths = sorted({c["n"] for c in cases})
+    args = [] if set(names) >= set(svtjax.names()) else ["--mechanisms", *names]
+    args += ["--lengths", *map(str, lengths), "--trials", str(cases[0]["trials"]),
+             "--rounds", str(len(cases[0]["timings"][widths[0]]["times_s"])),
+             "--widths", *widths]
+    return "python benchmarks/bench_short_streams.py " + " ".join(args)
+
+
 def allocator_md(results_dir: Path) -> list:
     """The allocator section: the latest record of benchmarks/bench_allocator.py."""
     rec = _latest(results_dir, "allocator-*.json", "svtjax-allocator/1")
@@ -745,6 +802,7 @@ def write_results_md(results_dir: Path, output: Path, suites: Sequence[str] = ("
     text = (head + "\n" + "\n".join(reproduce_md(Path(results_dir)) + exact_md(
         Path(results_dir)) + ties_md(Path(results_dir)) + cost_md(Path(results_dir))
         + shuffle_groups_md(Path(results_dir)) + draw_once_md(Path(results_dir))
+        + short_streams_md(Path(results_dir))
         + allocator_md(Path(results_dir))
         + versions_md(Path(results_dir)))
         + sep + rest)
