@@ -1,22 +1,25 @@
-"""Measures ``svtjax.mechanisms._engine.NARROW``: a stream of a few queries run in one narrow block.
+"""Measures short streams: one narrow block and a conditional that hashes it once (``_engine``).
 
-Before it, a stream of n <= 8 queries was processed in one whole block of ``BLOCK`` = 64
+Before, a stream shorter than ``BLOCK`` = 64 queries was processed in one whole block of 64
 positions per trial: 64 variates hashed per stream and 64 positions decided, for 5 used. Variate
-i of a block is Threefry's word for counter i, so the first 8 variates are the same numbers
-whether 8 or 64 are drawn, and the engine now processes such a stream in one block of
-``NARROW`` positions. Short streams are what privacy audits (``svtjax.audit``, ``svtjax
-reproduce audit``: millions of trials on neighbouring inputs of a few queries) and the
-exact-law distribution tests run.
+i of a block is Threefry's word for counter i, so the first W variates are the same numbers
+whether W or 64 are drawn, and the engine now processes such a stream in one block of its length
+rounded up to a multiple of ``NARROW`` = 8. Such a stream's block loop runs once, and XLA
+replaced it by its body: the block index became the constant 0, XLA folded the predicate of the
+conditional that makes the draws once (``_engine._once``, ``DRAW_ONCE``) and hashed the block in
+every consumer again; the predicate now reads the index through an ``optimization_barrier``.
+Short streams are what privacy audits (``svtjax.audit``, ``svtjax reproduce audit``: millions of
+trials on neighbouring inputs of 10 queries) and the exact-law distribution tests run.
 
 For every registered mechanism (or those named) and every stream length of ``--lengths``, this
-runs ``svtjax.simulate(..., reduce=)`` (a count-only reducer) with the narrow width and with the
-whole block (``block_width`` replaced for the second), checks that both give the same sums, and
-times them in interleaved rounds (medians, ns per trial). Other widths below 64 (multiples of
-8) can be timed with ``--widths``: a stream of up to 8 queries fits each of them, and that is how
-``NARROW`` was chosen (on the 2-core CPU, 16 and 32 ran svt-s and chen slower than 64).
+runs ``svtjax.simulate(..., reduce=)`` (a count-only reducer) with each width of ``--widths``
+(``default``: the engine's choice; a number replaces ``block_width`` for that run), checks that
+all give the same sums, and times them in interleaved rounds (medians, ns per trial). It times
+the current engine only: the whole-block figures of the record before the barrier, and this
+record's, are what RESULTS.md compares.
 
-    python benchmarks/bench_short_streams.py [--mechanisms NAME ...] [--lengths 1 5 8]
-        [--trials 1000000] [--rounds 5] [--widths 8 16 32 64]
+    python benchmarks/bench_short_streams.py [--mechanisms NAME ...] [--lengths 1 5 10 33]
+        [--trials 200000] [--rounds 5] [--widths default 64]
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ def _count(outcome):
     return (jnp.sum(outcome.answers == 1, axis=1, dtype=jnp.int32),)
 
 
-def case(name: str, n: int, trials: int, widths: list[int], rounds: int) -> dict:
+def case(name: str, n: int, trials: int, widths: list, rounds: int) -> dict:
     import jax
     import numpy as np
 
@@ -58,7 +61,8 @@ def case(name: str, n: int, trials: int, widths: list[int], rounds: int) -> dict
                 "reason": str(err)}
 
     def run(width):
-        _engine.block_width = lambda n, platform=None: width  # read by simulate per call
+        if width != "default":
+            _engine.block_width = lambda n, platform=None: int(width)  # read per call
         try:
             return jax.block_until_ready(svtjax.simulate(mech, q, 0.0, trials=trials, seed=1,
                                                          reduce=_count))
@@ -74,6 +78,8 @@ def case(name: str, n: int, trials: int, widths: list[int], rounds: int) -> dict
     rows = timing.interleaved({str(w): timed(w) for w in widths}, rounds=rounds, warmup=1)
     ns = {w: 1e9 * rows[str(w)]["median_s"] / trials for w in widths}
     return {"mechanism": name, "n": n, "trials": trials, "default_width": default(n),
+            "widths": {str(w): _engine._layout(mech, n, None if w == "default" else int(w)).width
+                       if hasattr(mech, "passes") else None for w in widths},  # threshold rules
             "same_numbers": same, "ns_per_trial": {str(w): v for w, v in ns.items()},
             "timings": rows}
 
@@ -90,14 +96,18 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--mechanisms", nargs="+", default=None,
                    help="registered names (default: every one)")
-    p.add_argument("--lengths", nargs="+", type=int, default=[1, 5, 8])
-    p.add_argument("--trials", type=int, default=1_000_000)
+    p.add_argument("--lengths", nargs="+", type=int, default=[1, 5, 10, 33])
+    p.add_argument("--trials", type=int, default=200_000)
     p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--widths", nargs="+", type=int, default=[8, 64])
+    p.add_argument("--widths", nargs="+", default=["default", "64"],
+                   help="'default' (the engine's width) or multiples of 8 up to 64")
     p.add_argument("--out", type=Path, default=HERE / "results")
     args = p.parse_args(argv)
-    if any(n > 8 for n in args.lengths) or any(w < 8 or w % 8 for w in args.widths):
-        p.error("--lengths must be at most 8 and --widths multiples of 8 (a short stream)")
+    bad = [w for w in args.widths if w != "default" and not (w.isdigit() and 0 < int(w) <= 64
+                                                              and int(w) % 8 == 0)]
+    if any(not 1 <= n < 64 for n in args.lengths) or bad:
+        p.error("--lengths must be in [1, 63] (a stream shorter than a block) and --widths "
+                f"'default' or multiples of 8 up to 64; got {args.lengths} {args.widths}")
     machine.tune_allocator()
     import svtjax
 

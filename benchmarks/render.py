@@ -649,55 +649,49 @@ def draw_once_md(results_dir: Path) -> list:
 
 
 def short_streams_md(results_dir: Path) -> list:
-    """Short streams in one narrow block: the latest record of benchmarks/bench_short_streams.py
-    over the most mechanisms, and the latest that timed more than two widths (none: no
+    """Short streams: the latest record of benchmarks/bench_short_streams.py (none: no
     section)."""
     recs = _records(results_dir, "short-streams-*.json",
-                    lambda r: r.get("benchmark") == "short-streams")
+                    lambda r: r.get("benchmark") == "short-streams"
+                    and all("widths" in c for c in r["cases"] if "ns_per_trial" in c))
     if not recs:
         return []
-    out = ["## Short streams in one narrow block", ""]
-    for r in recs:
-        r["cases"] = [c for c in r["cases"] if "ns_per_trial" in c]  # not the skipped ones
-    recs = [r for r in recs if r["cases"]]
-    if not recs:
-        return []
-    widest = max(recs, key=lambda r: (len({c["mechanism"] for c in r["cases"]}), r["time"]))
-    tried = [r for r in recs if len(r["cases"][0]["ns_per_trial"]) > 2]
-    for rec, what in ((widest, "every mechanism"), (max(tried, key=lambda r: r["time"])
-                                                    if tried else None, "widths")):
-        if rec is None or (what == "widths" and rec is widest):
-            continue
-        widths = list(rec["cases"][0]["ns_per_trial"])
-        command = _short_streams_command(rec, widths)
-        out += [f"{_run_by(command, rec)}: `svtjax.simulate(reduce=)` (count of ⊤) of each "
-                "mechanism at its audit parameters (ε = 1) on a stream of n queries, "
-                f"{rec['cases'][0]['trials']:,} trials, processed in one block of each width "
-                "(`svtjax.mechanisms._engine.NARROW` = 8 is the default for n ≤ 8; 64 is the "
-                "whole BLOCK used before). Medians of interleaved rounds, ns per trial; `same "
-                "numbers`: every width gives the same sums. The selection mechanisms "
-                "(report-noisy-max, em-peeling, noisy-top-k-gap) do not run on the threshold "
-                "engine: their rows show the measurement's noise.", "",
-                "| mechanism | n | " + " | ".join(f"width {w}" for w in widths)
-                + " | 64 ÷ 8 | same numbers |",
-                "|---|---|" + "---|" * len(widths) + "---|---|"]
-        for c in rec["cases"]:
-            ns = c["ns_per_trial"]
-            ratio = (f"{ns['64'] / ns['8']:.2f}x" if ns.get("64") and ns.get("8") else "—")
-            out.append(f"| {c['mechanism']} | {c['n']} | "
-                       + " | ".join(_fmt(ns[w], '.0f') for w in widths)
-                       + f" | {ratio} | {'yes' if c['same_numbers'] else 'no'} |")
-        out.append("")
-    return out
+    rec = max(recs, key=lambda r: r["time"])
+    cases = [c for c in rec["cases"] if "ns_per_trial" in c]
+    keys = list(cases[0]["ns_per_trial"])
+    out = ["## Short streams", "",
+           f"{_run_by(_short_streams_command(rec, keys), rec)}: `svtjax.simulate(reduce=)` "
+           "(count of ⊤) of each mechanism at its audit parameters (ε = 1) on a stream of n "
+           f"queries, {cases[0]['trials']:,} trials. `default`: the engine's width for the "
+           "stream (one block of n rounded up to a multiple of 8, "
+           "`svtjax.mechanisms._engine.NARROW`); `64`: one whole block, as every stream shorter "
+           "than 64 ran before (both with the block's draws made once: the conditional of "
+           "`_engine._once`, which XLA had removed for a one-block stream, folding its "
+           "predicate, until it read the block index through an optimization barrier). "
+           "Medians of interleaved rounds, ns per trial; `same numbers`: both widths give the "
+           "same sums. The selection mechanisms (report-noisy-max, em-peeling, "
+           "noisy-top-k-gap) do not run on the threshold engine: their rows show the "
+           "measurement's noise.", "",
+           "| mechanism | n | width | " + " | ".join(f"ns, {k}" for k in keys)
+           + " | 64 ÷ default | same numbers |",
+           "|---|---|---|" + "---|" * len(keys) + "---|---|"]
+    for c in cases:
+        ns = c["ns_per_trial"]
+        ratio = (f"{ns['64'] / ns['default']:.2f}x" if ns.get("64") and ns.get("default")
+                 else "—")
+        out.append(f"| {c['mechanism']} | {c['n']} | {c['widths'].get('default') or '—'} | "
+                   + " | ".join(_fmt(ns[k], '.0f') for k in keys)
+                   + f" | {ratio} | {'yes' if c['same_numbers'] else 'no'} |")
+    return out + [""]
 
 
 def _short_streams_command(rec: dict, widths: list) -> str:
     """The bench_short_streams.py command that wrote ``rec`` (its arguments, from its cases)."""
     import svtjax
 
-    cases = rec["cases"]
-    names = list(dict.fromkeys(c["mechanism"] for c in cases))
-    lengths = sorted({c["n"] for c in cases})
+    cases = [c for c in rec["cases"] if "timings" in c]
+    names = list(dict.fromkeys(c["mechanism"] for c in rec["cases"]))
+    lengths = sorted({c["n"] for c in rec["cases"]})
     args = [] if set(names) >= set(svtjax.names()) else ["--mechanisms", *names]
     args += ["--lengths", *map(str, lengths), "--trials", str(cases[0]["trials"]),
              "--rounds", str(len(cases[0]["timings"][widths[0]]["times_s"])),

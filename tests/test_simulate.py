@@ -47,9 +47,10 @@ def test_chunk_size_does_not_change_outcomes(name, params, shuffle):
 
 @pytest.mark.parametrize("case", CASES, ids=case_ids())
 def test_a_narrow_block_gives_the_numbers_of_a_whole_block(case):
-    """A stream of at most ``NARROW`` queries runs in one block of that width
-    (``_engine.block_width``); every registered case gives the Outcomes of the whole-BLOCK
-    layout, bit for bit, in a fixed order and shuffled (one program per case)."""
+    """A stream shorter than BLOCK runs in one block of its length rounded up to a multiple of
+    ``NARROW`` (``_engine.block_width``); every registered case gives the Outcomes of the
+    whole-BLOCK layout, bit for bit, in a fixed order and shuffled (one program per case; the
+    CRN tests' streams of 9 and 50 queries run narrow blocks of 16 and 56)."""
     from svtjax.mechanisms import _engine
 
     rng = np.random.default_rng(17)

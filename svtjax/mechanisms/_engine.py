@@ -62,21 +62,20 @@ loop iterations the batch pays for. Measured: ``benchmarks/bench_block_width.py`
 ``benchmarks/results/``)."""
 
 NARROW = 8
-"""A stream of at most this many queries is processed in one block of this width, not of a whole
-BLOCK: variate i of a block is Threefry's word for counter i (JAX's partitionable layout,
-``svtjax._rng.random_bits``), so the first W variates of a block are the same numbers whether W
-or BLOCK of them are drawn, and a 5-query stream (the audits', the exact-law tests') no longer
-hashes and decides 64 positions per trial. Only this width: on the 2-core CPU, widths of 16 to
-32 ran some rules (svt-s, lyu-alg1, svt-gap) slower than 64 while 8 ran every rule measured
-faster (``benchmarks/bench_short_streams.py``)."""
+"""A stream shorter than BLOCK is processed in one block of its length rounded up to a multiple
+of this, not in a whole BLOCK: variate i of a block is Threefry's word for counter i (JAX's
+partitionable layout, ``svtjax._rng.random_bits``), so the first W variates of a block are the
+same numbers whether W or BLOCK of them are drawn, and a 5-query stream (an audit's, a
+distribution test's) no longer hashes and decides 64 positions per trial
+(``benchmarks/bench_short_streams.py``)."""
 
 
 def block_width(n: int, platform: Optional[str] = None) -> int:
     """Positions per loop iteration on ``platform`` (default: JAX's default backend): the
-    platform's :data:`BLOCK_WIDTH` (at most the stream's blocks), or :data:`NARROW` for a stream
-    of at most that many queries."""
-    if n <= NARROW:
-        return NARROW
+    platform's :data:`BLOCK_WIDTH` (at most the stream's blocks), or for a stream shorter than
+    BLOCK its length rounded up to a multiple of :data:`NARROW`."""
+    if n < BLOCK:
+        return _round_up(max(n, 1), NARROW)
     if platform is None:
         platform = jax.default_backend()
     width = BLOCK_WIDTH.get(platform, BLOCK_WIDTH["gpu"])
@@ -113,7 +112,7 @@ def _layout(mech, n: int, width: Optional[int] = None) -> _Layout:
     if not width:
         width = block_width(n)
     elif n < BLOCK and int(width) < BLOCK:
-        width = max(_round_up(n, NARROW), _round_up(int(width), NARROW))
+        width = max(_round_up(max(n, 1), NARROW), _round_up(int(width), NARROW))
     else:
         width = max(BLOCK, min(int(width), BLOCK * num_blocks(n)))
     if width % BLOCK and width > BLOCK:
@@ -190,11 +189,17 @@ def _lazy_block(mech, lay: _Layout, keys: dict, k, j, dtype, once: bool = True) 
 def _once(fn, witness):
     """``fn()``, computed inside a conditional on ``witness >= 0`` (a traced int that is never
     negative) on the platforms in :data:`DRAW_ONCE`, so that its result is materialised once
-    instead of being recomputed inside each of its consumers' fusions."""
+    instead of being recomputed inside each of its consumers' fusions.
+
+    The witness passes through an ``optimization_barrier`` first: a stream of one block runs a
+    block loop of one iteration, which XLA replaces by its body, and the block index is then the
+    constant 0; without the barrier XLA folded ``0 >= 0``, removed the conditional and hashed
+    the block in every consumer again (svt-s on 5 queries: 410 ns per trial, against 90 with
+    the barrier; ``benchmarks/bench_short_streams.py``)."""
     if jax.default_backend() not in DRAW_ONCE:
         return fn()
     shapes = jax.eval_shape(fn)
-    return lax.cond(jnp.asarray(witness) >= 0, fn,
+    return lax.cond(lax.optimization_barrier(jnp.asarray(witness)) >= 0, fn,
                     lambda: jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes))
 
 
