@@ -14,9 +14,9 @@ trials on neighbouring inputs of 10 queries) and the exact-law distribution test
 For every registered mechanism (or those named) and every stream length of ``--lengths``, this
 runs ``svtjax.simulate(..., reduce=)`` (a count-only reducer) with each width of ``--widths``
 (``default``: the engine's choice; a number replaces ``block_width`` for that run), checks that
-all give the same sums, and times them in interleaved rounds (medians, ns per trial). It times
-the current engine only: the whole-block figures of the record before the barrier, and this
-record's, are what RESULTS.md compares.
+all give the same sums, and times them in interleaved rounds (medians, ns per trial). Every
+width runs with the barrier; the barrier itself is checked by ``tests/test_rng.py``, which counts
+the hash copies of a one-block stream's compiled chunk.
 
     python benchmarks/bench_short_streams.py [--mechanisms NAME ...] [--lengths 1 5 10 33]
         [--trials 200000] [--rounds 5] [--widths default 64]

@@ -194,8 +194,8 @@ def _once(fn, witness):
     The witness passes through an ``optimization_barrier`` first: a stream of one block runs a
     block loop of one iteration, which XLA replaces by its body, and the block index is then the
     constant 0; without the barrier XLA folded ``0 >= 0``, removed the conditional and hashed
-    the block in every consumer again (svt-s on 5 queries: 410 ns per trial, against 90 with
-    the barrier; ``benchmarks/bench_short_streams.py``)."""
+    the block in every consumer again (the compiled svt-s chunk on 5 queries held 4 copies of
+    the hash instead of 1; ``tests/test_rng.py`` counts them)."""
     if jax.default_backend() not in DRAW_ONCE:
         return fn()
     shapes = jax.eval_shape(fn)
