@@ -12,10 +12,17 @@ cache at a new empty directory (``SVTJAX_CACHE_DIR``) shared by the experiments 
 ``--cache warm`` runs twice into one directory and records the second pass; ``--cache user``
 leaves the user's cache as it is. The load average at the start and end of each experiment is
 recorded beside its wall time: timings taken on a shared machine are not comparable with an
-idle one. Writes ``benchmarks/results/reproduce-<machine>-<UTC time>.json``.
+idle one. Writes ``benchmarks/results/reproduce-<machine>-<UTC time>.json``, with the commit
+of the code timed.
+
+``--tree DIR`` times another checkout's command instead (run from DIR, its package first on
+the path), for a like-for-like comparison with an older commit (issue 16: "no slower than
+before"), e.g. ``git worktree add /tmp/f3322fe f3322fe`` then ``--tree /tmp/f3322fe --only
+lyu2017 audit zhu_wang2020 ding2019 liu2024``: with ``--only`` each experiment runs in its own
+subprocess, one after another.
 
     python benchmarks/bench_reproduce.py [--mode paper|quick] [--cache cold|warm|user]
-                                         [--jobs N] [--out DIR] [--only NAME ...]
+                                         [--jobs N] [--out DIR] [--only NAME ...] [--tree DIR]
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -53,7 +61,15 @@ def _experiment_names() -> list[str]:
     return experiments.names()
 
 
-def _run_all(names, mode, out, env) -> list[dict]:
+def _commit(tree: Path) -> Optional[str]:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=tree, capture_output=True,
+                              text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def _run_all(names, mode, out, env, root=ROOT) -> list[dict]:
     rows = []
     for name in names:
         cmd = [sys.executable, "-m", "svtjax.cli", "reproduce", name, f"--{mode}",
@@ -61,7 +77,7 @@ def _run_all(names, mode, out, env) -> list[dict]:
         print(f"[reproduce] {' '.join(cmd[2:])}", flush=True)
         load_start = load()
         t0 = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=root, env=env)
         seconds = time.perf_counter() - t0
         tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
         rows.append({"experiment": name, "seconds": seconds, "returncode": proc.returncode,
@@ -109,14 +125,25 @@ def main(argv=None) -> int:
                    help="experiments at once (the command's --jobs; default: the CPU count)")
     p.add_argument("--machine", default=None, help="machine id in the file name")
     p.add_argument("--results", type=Path, default=HERE / "results")
+    p.add_argument("--tree", type=Path, default=None,
+                   help="time this checkout's command (e.g. a worktree of an older commit); "
+                        "needs --only")
     args = p.parse_args(argv)
-    known = _experiment_names()
-    names = args.only or known
-    unknown = sorted(set(names) - set(known))
-    if unknown:
-        p.error(f"unknown experiment(s) {unknown}; known: {known}")
+    root = ROOT if args.tree is None else args.tree.resolve()
+    if args.tree is not None:
+        if not (root / "svtjax" / "cli.py").is_file():
+            p.error(f"--tree {args.tree}: no svtjax/cli.py there")
+        if not args.only:
+            p.error("--tree needs --only (the experiments of that checkout to time)")
+        names = args.only
+    else:
+        known = _experiment_names()
+        names = args.only or known
+        unknown = sorted(set(names) - set(known))
+        if unknown:
+            p.error(f"unknown experiment(s) {unknown}; known: {known}")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(ROOT)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
+        [str(root)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
     with tempfile.TemporaryDirectory(prefix="svtjax-reproduce-") as tmp:
         out = args.out or os.path.join(tmp, "out")
         if args.cache != "user":
@@ -127,7 +154,7 @@ def main(argv=None) -> int:
             if jobs > 1:
                 return _run_jobs(names, args.mode, where, env, jobs)
             t0 = time.perf_counter()
-            return _run_all(names, args.mode, where, env), time.perf_counter() - t0
+            return _run_all(names, args.mode, where, env, root), time.perf_counter() - t0
 
         warmup = None
         if args.cache == "warm":
@@ -144,6 +171,7 @@ def main(argv=None) -> int:
         "machine": {"machine_id": machine, "cpu_model": cpu_model(),
                     "logical_cores": os.cpu_count(), "platform": platform.platform()},
         "load_average": {"start": load_start, "end": load_end},
+        "commit": _commit(root), "tree": None if args.tree is None else str(root),
         "experiments": rows, "total_seconds": total,
         "jobs": jobs,
         # wall time of the first pass of --cache warm (an empty cache: the cold run)

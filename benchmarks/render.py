@@ -419,7 +419,8 @@ def reproduce_md(results_dir: Path) -> list:
     """The "reproduce all" section: the latest record of benchmarks/bench_reproduce.py (paper
     mode preferred), or a line saying there is none."""
     rec = _latest(results_dir, "reproduce-*.json", "svtjax-reproduce/1",
-                  key=lambda r: (r["mode"] == "paper", r["created"]))
+                  key=lambda r: (r["mode"] == "paper", r["created"]),
+                  where=lambda r: not r.get("tree"))
     out = ["## svtjax reproduce all", ""]
     if rec is None:
         return out + ["No record yet: run `python benchmarks/bench_reproduce.py`.", ""]
@@ -442,7 +443,41 @@ def reproduce_md(results_dir: Path) -> list:
             "", "| experiment | wall s | exit status |", "|---|---|---|"]
     out += [f"| {r['experiment']} | {r['seconds']:.0f} | {r['returncode']} |"
             for r in rec["experiments"]]
-    return out + [""]
+    return out + [""] + _older_reproduce_md(results_dir, rec)
+
+
+def _older_reproduce_md(results_dir: Path, rec: dict) -> list:
+    """The latest record of an older checkout (``bench_reproduce.py --tree``) in the same mode
+    as ``rec``, with a compilation cache that held its programs too (``warm``, or ``user``
+    after a first pass), beside it: the like-for-like comparison of issue 16."""
+    warm = ("warm", "user")
+    if rec.get("cache") not in warm:
+        return []
+    old = _latest(results_dir, "reproduce-*.json", "svtjax-reproduce/1",
+                  where=lambda r: bool(r.get("tree")) and r["mode"] == rec["mode"]
+                  and r.get("cache") in warm)
+    if old is None:
+        return []
+    times = {r["experiment"]: r["seconds"] for r in rec["experiments"]}
+    shared = [r for r in old["experiments"] if r["experiment"] in times]
+    commit = (old.get("commit") or "?")[:7]
+    old_total = sum(r["seconds"] for r in old["experiments"])
+    out = [f"### Against commit {commit}", "",
+           f"Source: `{os.path.relpath(old['_path'], Path(results_dir).parent)}` "
+           f"(`python benchmarks/bench_reproduce.py --tree <worktree of {commit}> --cache "
+           f"{old.get('cache')} --only ...`, run {old['created']}, every program of it in the "
+           "compilation cache): that commit's experiments, each in its own process, one after "
+           "another (its own `reproduce all` has no `--jobs`). Per-experiment times above "
+           "were measured with "
+           f"{rec.get('jobs', 1)} experiments sharing the CPU, so only the totals compare "
+           "like for like.", "",
+           f"| experiment | {commit} s | exit | above s |", "|---|---|---|---|"]
+    out += [f"| {r['experiment']} | {r['seconds']:.0f} | {r['returncode']} | "
+            f"{times[r['experiment']]:.0f} |" for r in shared]
+    out += ["", f"Total: {commit} **{old_total:.0f} s** for {len(old['experiments'])} "
+            f"experiments; above **{rec['total_seconds']:.0f} s** for "
+            f"{len(rec['experiments'])}.", ""]
+    return out
 
 
 def _latest_exact(results_dir: Path, part: str) -> Optional[dict]:

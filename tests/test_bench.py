@@ -346,6 +346,29 @@ def test_versions_section_renders_the_latest_record(tmp_path):
     assert "No record yet" in "\n".join(render.versions_md(tmp_path / "missing"))
 
 
+def test_reproduce_section_sets_an_older_commit_beside_the_latest(tmp_path):
+    """RESULTS.md's reproduce section: the latest record of this checkout, never one of an older
+    tree (``bench_reproduce.py --tree``), which is shown beside it instead, totals compared."""
+    def rec(created, total, rows, tree=None, cache="warm", jobs=2):
+        return {"schema": "svtjax-reproduce/1", "created": created, "mode": "paper",
+                "cache": cache, "jobs": jobs, "tree": tree, "commit": "abcdef0123",
+                "machine": {"machine_id": "m", "cpu_model": "cpu", "logical_cores": 2},
+                "load_average": {"start": [1, 1, 1], "end": [1, 1, 1]},
+                "total_seconds": total, "warmup_seconds": None, "all_succeeded": True,
+                "experiments": [{"experiment": e, "seconds": s, "returncode": 0}
+                                for e, s in rows]}
+    (tmp_path / "reproduce-a.json").write_text(json.dumps(
+        rec("2026-01-02T00:00:00", 300.0, [("lyu2017", 200.0), ("audit", 250.0)])))
+    (tmp_path / "reproduce-b.json").write_text(json.dumps(  # newer, but of an older tree
+        rec("2026-01-03T00:00:00", 500.0, [("lyu2017", 150.0), ("audit", 350.0)],
+            tree="/tmp/old", cache="user", jobs=1)))
+    text = "\n".join(render.reproduce_md(tmp_path))
+    assert "**300 s (5.0 min)**" in text  # the checkout's own record is the headline
+    assert "### Against commit abcdef0" in text
+    assert "| lyu2017 | 150 | 0 | 200 |" in text
+    assert "abcdef0 **500 s** for 2 experiments; above **300 s** for 2" in text
+
+
 def test_cost_section_renders_every_record_oldest_first(tmp_path):
     """RESULTS.md's cost breakdown comes from cost_breakdown.py's JSON: every record (a kernel
     change shows as a before/after pair), numbers included."""
