@@ -467,7 +467,7 @@ def _older_reproduce_md(results_dir: Path, rec: dict) -> list:
            f"(`python benchmarks/bench_reproduce.py --tree <worktree of {commit}> --cache "
            f"{old.get('cache')} --only ...`, run {old['created']}, every program of it in the "
            "compilation cache): that commit's experiments, each in its own process, one after "
-           "another (its own `reproduce all` has no `--jobs`). Per-experiment times above "
+           "another, whatever that commit's own `reproduce all` does. Per-experiment times above "
            "were measured with "
            f"{rec.get('jobs', 1)} experiments sharing the CPU, so only the totals compare "
            "like for like.", "",
