@@ -465,8 +465,9 @@ def _older_reproduce_md(results_dir: Path, rec: dict) -> list:
     out = [f"### Against commit {commit}", "",
            f"Source: `{os.path.relpath(old['_path'], Path(results_dir).parent)}` "
            f"(`python benchmarks/bench_reproduce.py --tree <worktree of {commit}> --cache "
-           f"{old.get('cache')} --only ...`, run {old['created']}, every program of it in the "
-           "compilation cache): that commit's experiments, each in its own process, one after "
+           f"{old.get('cache')} --only ...`, run {old['created']}; compilation cache "
+           f"{'warmed by a first pass' if old.get('cache') == 'warm' else 'the caller’s'}): "
+           "that commit's experiments, each in its own process, one after "
            "another, whatever that commit's own `reproduce all` does. Per-experiment times above "
            "were measured with "
            f"{rec.get('jobs', 1)} experiments sharing the CPU, so only the totals compare "
