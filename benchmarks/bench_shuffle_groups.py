@@ -7,8 +7,11 @@ chunk's trials in equal groups one after another inside the compiled chunk, the 
 permutations taking about ``SHUFFLE_GROUP_BYTES``. Grouping never changes a number (each trial
 is keyed by its index). This times the headline workload (svt-s, monotonic, 1:c^(2/3),
 ε = 0.5, c = 50, Zipf 10,000/i, a fresh random order per trial) through ``simulate(reduce=)``
-with the F1/SER reducer and the count-only reducer, for each budget in ``--budgets`` (MiB; 0:
-no grouping), in interleaved rounds, and writes one JSON record::
+with the F1/SER reducer and the count-only reducer, and with full Outcomes (``outcome``: no
+``reduce``, then the top-c selection and halting positions; ``simulate`` groups these only
+within ``svtjax.simulate.OUTCOME_GROUP_BYTES``, lifted here so both sides are timed; the
+record's ``default_groups`` is what ``simulate`` picks), for each budget in ``--budgets`` (MiB;
+0: no grouping), in interleaved rounds, and writes one JSON record::
 
     python benchmarks/bench_shuffle_groups.py [--budgets 0 1 2 4 8] [--rounds 7]
 """
@@ -36,36 +39,46 @@ def measure(sizes, budgets, rounds: int, log=print) -> list[dict]:
 
     simulate = importlib.import_module("svtjax.simulate")
     default = simulate.SHUFFLE_GROUP_BYTES
+    default_outcome = simulate.OUTCOME_GROUP_BYTES
     mech = svtjax.get(workload.HEADLINE, **workload.headline_params())
     rows = []
     for n, trials in sizes:
         q, threshold = workload.zipf_workload(n)
         reducers = {"f1": jax.tree_util.Partial(workload.MetricReducer(workload.C),
                                                 jax.numpy.asarray(q)),
-                    "count": workload.count_reduce}
+                    "count": workload.count_reduce,
+                    "outcome": None}  # full Outcomes, then the selection and halts
+        selected = workload.selected_and_halts(workload.C)
+        default_groups = {name: simulate.shuffle_groups(mech, n, trials,
+                                                        outcome=reducer is None)
+                          for name, reducer in reducers.items()}
         fns, groups, sums = {}, {}, {}
         for budget in budgets:
             simulate.SHUFFLE_GROUP_BYTES = int(budget * 2**20) or 2**62
+            simulate.OUTCOME_GROUP_BYTES = 2**62  # the budget alone decides: both sides timed
             groups[budget] = simulate.shuffle_groups(mech, n, trials)
             for name, reducer in reducers.items():
                 def run(repeats, budget=budget, reducer=reducer, name=name):
                     simulate.SHUFFLE_GROUP_BYTES = int(budget * 2**20) or 2**62
                     t0 = time.perf_counter()
-                    out = jax.block_until_ready(svtjax.simulate(
-                        mech, q, threshold, trials=trials, seed=0, shuffle=True,
-                        reduce=reducer))
+                    out = svtjax.simulate(mech, q, threshold, trials=trials, seed=0,
+                                          shuffle=True, reduce=reducer)
+                    if reducer is None:
+                        out = [x.sum() for x in selected(out)]
+                    out = jax.block_until_ready(out)
                     dt = time.perf_counter() - t0
                     sums[(budget, name)] = [float(x) for x in out]
                     return {"times_s": [dt]}
                 fns[f"{budget}:{name}"] = run
         result = timing.interleaved(fns, rounds=rounds, warmup=1)
         simulate.SHUFFLE_GROUP_BYTES = default
+        simulate.OUTCOME_GROUP_BYTES = default_outcome
         for key, row in result.items():
             budget, name = key.split(":")
             budget = float(budget)
             got = sums.get((budget, name))
             row.update(n=n, trials=trials, budget_mib=budget, groups=groups[budget],
-                       reducer=name, sums=got,
+                       default_groups=default_groups[name], reducer=name, sums=got,
                        same_numbers=got is not None and got == sums.get((budgets[0], name)))
             if "median_s" in row:
                 log(f"n={n} trials={trials} {name} budget={budget:g} MiB "

@@ -636,12 +636,15 @@ def shuffle_groups_md(results_dir: Path) -> list:
     out = ["## Shuffled trials in groups", "",
            f"{_run_by('python benchmarks/bench_shuffle_groups.py', rec)}: the headline "
            "workload with a per-trial "
-           "shuffle through `simulate(reduce=)`, the chunk's trials run in equal groups whose "
+           "shuffle through `simulate(reduce=)` (reducers `f1`, `count`) or with full Outcomes "
+           "and the top-c selection (`outcome`), the chunk's trials run in equal groups whose "
            "random-order state takes about the budget (`svtjax.simulate.SHUFFLE_GROUP_BYTES`; "
            "0: one group). Medians of interleaved rounds in ms; `same numbers`: the sums equal "
-           "those of one group.", "",
-           "| n | trials | reducer | budget MiB | groups | ms | ÷ one group | same numbers |",
-           "|---|---|---|---|---|---|---|---|"]
+           "those of one group; `simulate uses`: the groups `simulate` picks by default (full "
+           "Outcomes are grouped only within `svtjax.simulate.OUTCOME_GROUP_BYTES`).", "",
+           "| n | trials | reducer | budget MiB | groups | ms | ÷ one group | same numbers | "
+           "simulate uses |",
+           "|---|---|---|---|---|---|---|---|---|"]
     base = {(r["n"], r["reducer"]): r.get("median_s") for r in rec["rows"]
             if r.get("budget_mib") == 0}
     for r in rec["rows"]:
@@ -649,7 +652,8 @@ def shuffle_groups_md(results_dir: Path) -> list:
         speed = f"{ref / ms:.2f}x" if ms and ref else "—"
         out.append(f"| {r['n']} | {r['trials']} | {r['reducer']} | {r['budget_mib']:g} | "
                    f"{r['groups']} | {_fmt(None if ms is None else 1e3 * ms, '.1f')} | "
-                   f"{speed} | {'yes' if r.get('same_numbers') else 'no'} |")
+                   f"{speed} | {'yes' if r.get('same_numbers') else 'no'} | "
+                   f"{r.get('default_groups', '—')} |")
     return out + [""]
 
 

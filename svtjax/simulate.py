@@ -32,7 +32,7 @@ from svtjax.mechanisms.base import Mechanism
 __all__ = ["simulate", "trial_keys", "seed_key", "default_chunk_size", "plan_chunk",
            "outcome_bytes",
            "TrialContext", "run_chunk", "shuffle_groups", "MEMORY_BUDGET",
-           "SHUFFLE_GROUP_BYTES", "SEED_RANGE"]
+           "SHUFFLE_GROUP_BYTES", "OUTCOME_GROUP_BYTES", "SEED_RANGE"]
 
 MEMORY_BUDGET = 256 * 2**20
 """Bytes of per-chunk working memory ``simulate`` aims for when ``chunk_size`` is None."""
@@ -145,23 +145,35 @@ class TrialContext(NamedTuple):
 
 
 SHUFFLE_GROUP_BYTES = 4 * 2**20
-"""On a CPU, a reduced shuffled chunk runs its trials in groups whose random-order state (the
+"""On a CPU, a shuffled chunk runs its trials in groups whose random-order state (the
 engine's Fisher–Yates permutations and items buffers) takes about this many bytes, one group
 after another inside the compiled chunk: the swaps then stay in the caches instead of reaching
 across the permutations of the whole chunk (benchmarks/bench_shuffle_groups.py)."""
+
+OUTCOME_GROUP_BYTES = 40 * 2**10
+"""A chunk that returns full Outcomes (no ``reduce``) is grouped only while a shuffled trial's
+working set (``mech.working_bytes(n, 4, True)``: its Outcome buffers and its random order)
+takes at most this many bytes: the groups' Outcomes are stacked, one more copy of every
+buffer. For svt-s on Zipf that copy cost more than grouping saved at n = 10^4 and 3·10^4
+(76 and 224 KiB a trial, 5 groups of 200 trials) and less at n = 1,000 and 3,000 (8 and 23 KiB
+a trial; 16 and 15 groups: 1.3-1.5x faster); the bound lies between, on a log scale
+(benchmarks/bench_shuffle_groups.py, reducer ``outcome``)."""
 
 _MIN_GROUP = 128
 """Fewer trials per group than this leave the block loop's per-iteration cost unamortised."""
 
 
-def shuffle_groups(mech, n: int, chunk: int, *, points: int = 1) -> int:
-    """How many groups a reduced shuffled chunk of ``chunk`` trials (of ``points`` stacked
-    mechanisms) runs in, one after another inside the compiled chunk (1: not grouped): equal
-    groups (no trial padded) of at least ``_MIN_GROUP`` trials, as many as the divisor of
-    ``chunk`` nearest to the count whose random orders (the bytes ``shuffle=True`` adds to
+def shuffle_groups(mech, n: int, chunk: int, *, points: int = 1, outcome: bool = False) -> int:
+    """How many groups a shuffled chunk of ``chunk`` trials (of ``points`` stacked mechanisms)
+    runs in, one after another inside the compiled chunk (1: not grouped): equal groups (no
+    trial padded) of at least ``_MIN_GROUP`` trials, as many as the divisor of ``chunk``
+    nearest to the count whose random orders (the bytes ``shuffle=True`` adds to
     ``mech.working_bytes``) take about ``SHUFFLE_GROUP_BYTES`` each; on a CPU only (an
-    accelerator wants the whole batch at once)."""
+    accelerator wants the whole batch at once). A chunk returning full Outcomes
+    (``outcome=True``) is grouped only within :data:`OUTCOME_GROUP_BYTES`."""
     if jax.default_backend() != "cpu":
+        return 1
+    if outcome and mech.working_bytes(n, 4, True) * max(points, 1) > OUTCOME_GROUP_BYTES:
         return 1
     # what a trial's random order adds to its working set (the engine: its permutation and its
     # items buffer)
@@ -204,7 +216,7 @@ def _one_point(mech, queries, thresholds, root, start, reduce, extra, *, chunk, 
         return reduce(out, ctx)
 
     batch = (idx, keys, aux, offsets, per_trial_t)
-    if groups > 1 and mode != "outcome":  # one group after another; each trial keeps its numbers
+    if groups > 1:  # one group after another; each trial keeps its numbers
         split = lambda x: x.reshape((groups, chunk // groups) + x.shape[1:])  # noqa: E731
 
         def join(x):  # [groups, ...]: the groups' trials side by side on the trial axis
@@ -256,7 +268,7 @@ def run_chunk(mech, queries, thresholds, root, start, trials, reduce=None, extra
       points: 0 for one mechanism, else the number of stacked mechanisms.
       width: the engine's positions per loop iteration (static; None: the platform's
         ``svtjax.mechanisms._engine.BLOCK_WIDTH``, read when the chunk is first traced).
-      groups: in modes ``"values"`` and ``"sum"``, run the chunk's trials in this many equal
+      groups: run the chunk's trials in this many equal
         groups one after another (:func:`shuffle_groups`; a divisor of ``chunk``). Every trial
         gets the same numbers either way.
     """
@@ -363,8 +375,8 @@ def simulate(mech: Mechanism, queries, thresholds, *, trials: int, seed: int = 0
         wrapped = jax.tree_util.Partial(_ignore_context, reduce)
     from svtjax.mechanisms._engine import block_width
 
-    groups = (shuffle_groups(mech, n, chunk)
-              if shuffle and reduce is not None and num_devices == 1 else 1)
+    groups = (shuffle_groups(mech, n, chunk, outcome=reduce is None)
+              if shuffle and num_devices == 1 else 1)
     run = functools.partial(run_chunk, chunk=chunk, shuffle=shuffle, num_devices=num_devices,
                             mode="outcome" if reduce is None else "sum", width=block_width(n),
                             groups=groups)

@@ -211,8 +211,30 @@ def test_shuffle_groups_are_equal_cache_sized_and_cpu_only(monkeypatch):
     assert groups(mech, 10_000, 1009) == 1  # a prime: no equal groups
     # a mechanism whose random order adds no working memory is not grouped
     assert groups(svtjax.get("report-noisy-max", epsilon=1.0, k=5), 10_000, 1000) == 1
+    # full Outcomes: grouped only while a trial's Outcome buffers are small (they are stacked
+    # once more): n = 10^3 (8 KiB a trial) is, n = 10^4 (76 KiB) is not
+    assert groups(mech, 1_000, 10_000, outcome=True) == 16
+    assert groups(mech, 10_000, 1000, outcome=True) == 1
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
     assert groups(mech, 10_000, 1000) == 1
+    assert groups(mech, 1_000, 10_000, outcome=True) == 1
+
+
+def test_shuffled_outcomes_in_groups_are_the_ungrouped_outcomes(monkeypatch):
+    """A chunk returning full Outcomes (no ``reduce``) run in groups gives every trial the
+    Outcome it gets ungrouped, field by field, through ``run_chunk`` and ``simulate``."""
+    mech = svtjax.get("svt-s", epsilon=2.0, c=3)
+    root = simulate_module.seed_key(12)
+    runs = [simulate_module.run_chunk(mech, ZIPF, jnp.full(300, 10.0), root, 0, 256,
+                                      chunk=256, shuffle=True, groups=g) for g in (1, 4)]
+    assert np.asarray(runs[0].answers).shape[0] == 256
+    assert (np.asarray(runs[0].answers) >= 0).sum(axis=1).min() < 300  # early halts
+    _assert_same(jax.tree_util.tree_leaves(runs[0]), jax.tree_util.tree_leaves(runs[1]))
+    ungrouped = svtjax.simulate(mech, ZIPF, 10.0, trials=512, seed=4, shuffle=True)
+    monkeypatch.setattr(simulate_module, "SHUFFLE_GROUP_BYTES", 1)
+    assert simulate_module.shuffle_groups(mech, 300, 512, outcome=True) == 4
+    grouped = svtjax.simulate(mech, ZIPF, 10.0, trials=512, seed=4, shuffle=True)
+    _assert_same(jax.tree_util.tree_leaves(ungrouped), jax.tree_util.tree_leaves(grouped))
 
 
 def test_shuffle_gives_uniform_orders():
