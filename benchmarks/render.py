@@ -657,6 +657,38 @@ def shuffle_groups_md(results_dir: Path) -> list:
     return out + [""]
 
 
+def fisher_yates_md(results_dir: Path) -> list:
+    """The lazy Fisher–Yates swaps alone, per swap: the latest record of
+    benchmarks/bench_fisher_yates.py (none: no section)."""
+    rec = _latest_benchmark(results_dir, "fisher-yates")
+    if rec is None:
+        return []
+    rows = [r for r in rec["rows"] if r.get("ns_per_swap") is not None]
+    cpus = sorted({r["cpus"] for r in rows}, reverse=True)
+    out = ["## Where a shuffled run's extra time goes: the swaps", "",
+           f"{_run_by('python benchmarks/bench_fisher_yates.py', rec)}: the engine's "
+           "`fisher_yates_block` alone, compiled in a loop over "
+           f"{rows[0]['blocks'] if rows else '?'} consecutive blocks of W positions for a "
+           "batch of trials (the widths of the compaction levels), and a probe with the same "
+           "loop and no swap (its contiguous row read and row write only). ns per swap = "
+           "median seconds ÷ (blocks × W × batch); each case in a process with every CPU and "
+           "in one started on a single CPU (XLA splits the loop's scatter across threads by "
+           "the size of the whole permutation; the single-CPU column shows what that split "
+           "costs).", "",
+           "| n | batch (trials) | " + " | ".join(
+               f"{v}, {c} CPU{'s' if c > 1 else ''}" for c in cpus
+               for v in ("ns per swap", "no swap")) + " |",
+           "|---|---|" + "---|" * (2 * len(cpus))]
+    table: dict = {}
+    for r in rows:
+        table.setdefault((r["n"], r["batch"]), {})[(r["variant"], r["cpus"])] = r["ns_per_swap"]
+    for (n, batch), cells in table.items():
+        out.append(f"| {n} | {batch} | " + " | ".join(
+            _fmt(cells.get((v, c)), ".1f") for c in cpus for v in ("swaps", "no swap"))
+            + " |")
+    return out + [""]
+
+
 def draw_once_md(results_dir: Path) -> list:
     """Block draws hashed once: the latest record of benchmarks/bench_draw_once.py (none: no
     section)."""
@@ -835,7 +867,8 @@ def write_results_md(results_dir: Path, output: Path, suites: Sequence[str] = ("
     head, sep, rest = text.partition("\n## GPU")
     text = (head + "\n" + "\n".join(reproduce_md(Path(results_dir)) + exact_md(
         Path(results_dir)) + ties_md(Path(results_dir)) + cost_md(Path(results_dir))
-        + shuffle_groups_md(Path(results_dir)) + draw_once_md(Path(results_dir))
+        + shuffle_groups_md(Path(results_dir)) + fisher_yates_md(Path(results_dir))
+        + draw_once_md(Path(results_dir))
         + short_streams_md(Path(results_dir))
         + allocator_md(Path(results_dir))
         + versions_md(Path(results_dir)))
