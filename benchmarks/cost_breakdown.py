@@ -8,9 +8,16 @@ rounds:
   reach: Σ_t ⌈h_t / W⌉ · W for halting positions h_t and block width W) with svtjax's unrolled
   Threefry in one kernel, and ``rng_jax`` — the same count with ``jax.random.laplace`` (the
   "RNG floor" of the headline table);
-* ``shuffle_only`` (shuffled cases) — the lazy Fisher–Yates swaps of those blocks alone;
 * ``engine`` — ``simulate(reduce=)`` with a reducer that reads one number per trial (the
   engine: loop, draws, decisions, compaction, answer writes);
+* ``engine_no_swaps`` (shuffled cases) — the same with the engine's lazy Fisher–Yates block
+  (``svtjax.mechanisms._engine.fisher_yates_block``) replaced, while it compiles, by a probe
+  that applies no swap (every trial reads the items in the stored order): the shuffled run's
+  structure (its trial groups, compaction of the permutation, items gathered by position)
+  without the swaps. swaps = engine − engine_no_swaps (the swaps and, as the probe never reads
+  them, possibly the draws of the swap partners too: XLA may drop unread draws); the rest of
+  the shuffled run's extra time = engine_no_swaps − the fixed-order case's engine (both read
+  about the same positions);
 * ``counts`` — the count-only reducer (``svtjax.prefix_counts``);
 * ``f1_ser`` — the F1/SER reducer (``svtjax.selected`` + ``svtjax.metrics``);
 * ``outcome`` — full (compact) Outcomes returned to the host, and ``outcome_selected`` — plus
@@ -84,10 +91,14 @@ def case(n: int, trials: int, mode: str, rounds: int) -> dict:
         "outcome_selected": lambda r: _time(lambda: jax.block_until_ready(
             workload.selected_and_halts(workload.C)(full()))),
     }
+    if shuffle:
+        fns["engine_no_swaps"] = lambda r: _time(lambda: _without_swaps(
+            lambda: run(first_answer_no_swaps)))
     rows = timing.interleaved(fns, rounds=rounds, warmup=1)
     med = {k: v.get("median_s") for k, v in rows.items()}
     breakdown = {
         "rng_s": med["rng"],
+        "swaps_s": med["engine"] - med["engine_no_swaps"] if shuffle else None,
         "loop_and_decisions_s": med["engine"] - med["rng"],
         "counts_reducer_s": med["counts"] - med["engine"],
         "f1_ser_reducer_s": med["f1_ser"] - med["engine"],
@@ -101,6 +112,34 @@ def first_answer(outcome):
     """A reducer that reads one number per trial: what remains is the engine itself. (Module
     level, so every call reuses one compiled chunk.)"""
     return outcome.answers[:, 0]
+
+
+def first_answer_no_swaps(outcome):
+    """:func:`first_answer` for the no-swap probe: another function, so its chunk is traced (with
+    the probe in place) and cached apart from the real engine's."""
+    return outcome.answers[:, 0]
+
+
+def _no_swaps(fy, order, start):
+    """Probe for ``fisher_yates_block``: no swap; the items at positions start .. start + W − 1
+    are the positions themselves (the stored order)."""
+    import jax.numpy as jnp
+
+    items = start + jnp.arange(order.shape[1], dtype=jnp.int32)
+    return fy, jnp.broadcast_to(items, order.shape)
+
+
+def _without_swaps(fn):
+    """Calls ``fn`` with the engine's Fisher–Yates block replaced by :func:`_no_swaps` (read when
+    a chunk is traced; the probe's chunk, once compiled, keeps it)."""
+    from svtjax.mechanisms import _engine
+
+    real = _engine.fisher_yates_block
+    _engine.fisher_yates_block = _no_swaps
+    try:
+        return fn()
+    finally:
+        _engine.fisher_yates_block = real
 
 
 def _time(fn):

@@ -595,19 +595,27 @@ def cost_md(results_dir: Path) -> list:
            "the run reaches (all draws of the run, nothing else); `engine` = `simulate(reduce=)` "
            "reading one number per trial (loop, draws, decisions, compaction, answer writes); "
            "`outcome+selected` = full Outcomes and `svtjax.selected` (the headline's svtjax "
-           "row); `f1_ser` = the F1/SER reducer. `loop+decisions` = engine − rng.", "",
-           "| record (commit) | n | trials | mode | rng | engine | loop+decisions | counts | "
-           "f1_ser | outcome+selected | rng share of outcome+selected |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+           "row); `f1_ser` = the F1/SER reducer. `loop+decisions` = engine − rng. `no swaps` "
+           "(shuffled cases, records from 2026-11-28 on) = the engine with its lazy "
+           "Fisher–Yates block replaced by a probe that applies no swap (the shuffled run's "
+           "groups, compaction and item gathers without the swaps); `swaps` = engine − no "
+           "swaps: the swaps and, as the probe never reads them, possibly the draws of the swap "
+           "partners (one uniform per position, as many as the noise draws in `rng`).", "",
+           "| record (commit) | n | trials | mode | rng | engine | loop+decisions | no swaps | "
+           "swaps | counts | f1_ser | outcome+selected | rng share of outcome+selected |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for rec in sorted(recs, key=lambda r: r["time"]):
         src = rec["source"]
         name = (f"`{Path(rec['_path']).name}` ({src.get('git_commit', '?')[:7]}"
                 f"{' + changes' if src.get('git_dirty') else ''})")
         for c in rec["cases"]:
             m = {k: 1e3 * v for k, v in c["medians_s"].items() if v is not None}
+            no_swaps = m.get("engine_no_swaps")
+            swaps = "—" if no_swaps is None else f"{m['engine'] - no_swaps:.1f}"
             out.append(
                 f"| {name} | {c['n']} | {c['trials']} | {c['mode']} | {m['rng']:.1f} | "
-                f"{m['engine']:.1f} | {m['engine'] - m['rng']:.1f} | {m['counts']:.1f} | "
+                f"{m['engine']:.1f} | {m['engine'] - m['rng']:.1f} | {_fmt(no_swaps, '.1f')} | "
+                f"{swaps} | {m['counts']:.1f} | "
                 f"{m['f1_ser']:.1f} | {m['outcome_selected']:.1f} | "
                 f"{m['rng'] / m['outcome_selected']:.0%} |")
     return out + [""]
