@@ -375,17 +375,41 @@ def test_cost_section_renders_every_record_oldest_first(tmp_path):
     def rec(time, commit, engine_s):
         medians = {"rng": 0.001, "rng_jax": 0.003, "engine": engine_s, "counts": engine_s,
                    "f1_ser": 0.02, "outcome": engine_s, "outcome_selected": 0.004}
+        shuffled = dict(medians, engine_no_swaps=0.0015)  # a newer record's shuffled case
         return {"benchmark": "cost-breakdown", "time": time,
                 "source": {"git_commit": commit, "git_dirty": False},
-                "cases": [{"n": 100, "trials": 10, "mode": "fixed", "medians_s": medians}]}
+                "cases": [{"n": 100, "trials": 10, "mode": "fixed", "medians_s": medians},
+                          {"n": 100, "trials": 10, "mode": "shuffle", "medians_s": shuffled}]}
     (tmp_path / "cost-b.json").write_text(json.dumps(rec("2026-02-01T00:00:00", "b" * 40, 0.002)))
     (tmp_path / "cost-a.json").write_text(json.dumps(rec("2026-01-01T00:00:00", "a" * 40, 0.003)))
     text = "\n".join(render.cost_md(tmp_path))
     before, after = text.index("(aaaaaaa)"), text.index("(bbbbbbb)")
     assert before < after
-    assert "| 100 | 10 | fixed | 1.0 | 3.0 | 2.0 | 3.0 | 20.0 | 4.0 | 25% |" in text
-    assert "| 100 | 10 | fixed | 1.0 | 2.0 | 1.0 | 2.0 | 20.0 | 4.0 | 25% |" in text
+    assert "| 100 | 10 | fixed | 1.0 | 3.0 | 2.0 | — | — | 3.0 | 20.0 | 4.0 | 25% |" in text
+    assert "| 100 | 10 | fixed | 1.0 | 2.0 | 1.0 | — | — | 2.0 | 20.0 | 4.0 | 25% |" in text
+    # no swaps and swaps = engine − no swaps, for the shuffled cases that have the probe
+    assert "| 100 | 10 | shuffle | 1.0 | 3.0 | 2.0 | 1.5 | 1.5 | 3.0 | 20.0 | 4.0 | 25% |" in text
     assert render.cost_md(tmp_path / "missing") == []
+
+
+def test_fisher_yates_section_renders_the_latest_record(tmp_path):
+    """RESULTS.md's swap-cost section comes from bench_fisher_yates.py's JSON (the latest
+    record): ns per swap with and without the swaps, for every CPU count measured."""
+    def rec(time, ns):
+        rows = [{"n": 1000, "batch": 25, "blocks": 10, "width": 64, "variant": v, "cpus": c,
+                 "ns_per_swap": x, "median_s": 1e-3}
+                for v, c, x in (("swaps", 2, ns), ("no swap", 2, 2.0), ("swaps", 1, ns / 2),
+                                ("no swap", 1, 1.0))]
+        return {"benchmark": "fisher-yates", "time": time, "rows": rows,
+                "source": {"git_commit": "c" * 40, "git_dirty": False},
+                "machine": {"cpu_model": "test cpu"}}
+    (tmp_path / "fisher-yates-a.json").write_text(json.dumps(rec("2026-01-01T00:00:00", 80.0)))
+    (tmp_path / "fisher-yates-b.json").write_text(json.dumps(rec("2026-02-01T00:00:00", 10.0)))
+    text = "\n".join(render.fisher_yates_md(tmp_path))
+    assert "| ns per swap, 2 CPUs | no swap, 2 CPUs | ns per swap, 1 CPU | no swap, 1 CPU |" in text
+    assert "| 1000 | 25 | 10.0 | 2.0 | 5.0 | 1.0 |" in text  # the later record
+    assert "80.0" not in text and "test cpu" in text and "10 consecutive blocks" in text
+    assert render.fisher_yates_md(tmp_path / "missing") == []
 
 
 def test_shuffle_groups_section_renders_the_latest_record(tmp_path):
@@ -435,3 +459,28 @@ def test_exact_section_renders_the_latest_full_records(tmp_path):
     assert "No accuracy record yet" in text
     assert "1 of 1 cases within 4 standard errors (largest |z| 1.50)" in text
     assert "rejected in 1 of 1 (smallest |z| 9.0)" in text
+
+
+def test_cost_breakdown_no_swap_probe_runs_the_stored_order():
+    """cost_breakdown's ``engine_no_swaps`` probe is what its column claims: a shuffled run
+    with no swap reads the items in the stored order, so it returns the fixed-order run's
+    numbers (and the engine's Fisher–Yates block is restored afterwards)."""
+    import svtjax
+    from benchmarks import cost_breakdown
+    from svtjax.mechanisms import _engine
+
+    real = _engine.fisher_yates_block
+    mech = svtjax.get(workload.HEADLINE, **workload.headline_params(c=5))
+    q, t = workload.zipf_workload(300, c=5)
+
+    def per_trial(o):  # ⊤ count and halting position, one number per trial
+        return (o.answers == 1).sum(axis=1) * 1000 + (o.answers >= 0).sum(axis=1)
+
+    def run(shuffle):
+        return svtjax.simulate(mech, q, t, trials=64, seed=3, shuffle=shuffle,
+                               reduce=lambda o: per_trial(o))
+
+    probe = cost_breakdown._without_swaps(lambda: run(True))
+    assert _engine.fisher_yates_block is real
+    assert int(probe) == int(run(False))
+    assert int(run(True)) != int(probe)  # the real shuffle is another run
