@@ -392,19 +392,26 @@ def test_cost_section_renders_every_record_oldest_first(tmp_path):
     assert render.cost_md(tmp_path / "missing") == []
 
 
+def _older_and_newer(tmp_path, benchmark: str, older: list, newer: list) -> None:
+    """Two records of ``benchmark`` (rows ``older``, then a month later ``newer``) as
+    ``machine.write_record`` writes them, in ``tmp_path``."""
+    for suffix, time, rows in (("a", "2026-01-01T00:00:00", older),
+                               ("b", "2026-02-01T00:00:00", newer)):
+        (tmp_path / f"{benchmark}-{suffix}.json").write_text(json.dumps(
+            {"benchmark": benchmark, "time": time, "rows": rows,
+             "source": {"git_commit": "c" * 40, "git_dirty": False},
+             "machine": {"cpu_model": "test cpu"}}))
+
+
 def test_fisher_yates_section_renders_the_latest_record(tmp_path):
     """RESULTS.md's swap-cost section comes from bench_fisher_yates.py's JSON (the latest
     record): ns per swap with and without the swaps, for every CPU count measured."""
-    def rec(time, ns):
-        rows = [{"n": 1000, "batch": 25, "blocks": 10, "width": 64, "variant": v, "cpus": c,
+    def rows(ns):
+        return [{"n": 1000, "batch": 25, "blocks": 10, "width": 64, "variant": v, "cpus": c,
                  "ns_per_swap": x, "median_s": 1e-3}
                 for v, c, x in (("swaps", 2, ns), ("no swap", 2, 2.0), ("swaps", 1, ns / 2),
                                 ("no swap", 1, 1.0))]
-        return {"benchmark": "fisher-yates", "time": time, "rows": rows,
-                "source": {"git_commit": "c" * 40, "git_dirty": False},
-                "machine": {"cpu_model": "test cpu"}}
-    (tmp_path / "fisher-yates-a.json").write_text(json.dumps(rec("2026-01-01T00:00:00", 80.0)))
-    (tmp_path / "fisher-yates-b.json").write_text(json.dumps(rec("2026-02-01T00:00:00", 10.0)))
+    _older_and_newer(tmp_path, "fisher-yates", rows(80.0), rows(10.0))
     text = "\n".join(render.fisher_yates_md(tmp_path))
     assert "| ns per swap, 2 CPUs | no swap, 2 CPUs | ns per swap, 1 CPU | no swap, 1 CPU |" in text
     assert "| 1000 | 25 | 10.0 | 2.0 | 5.0 | 1.0 |" in text  # the later record
@@ -415,15 +422,11 @@ def test_fisher_yates_section_renders_the_latest_record(tmp_path):
 def test_shuffle_groups_section_renders_the_latest_record(tmp_path):
     """RESULTS.md's shuffled-groups section comes from bench_shuffle_groups.py's JSON (the
     latest record), with each budget's speed relative to one group."""
-    def rec(time, ms):
-        rows = [{"n": 100, "trials": 256, "reducer": "f1", "budget_mib": b, "groups": g,
+    def rows(ms):
+        return [{"n": 100, "trials": 256, "reducer": "f1", "budget_mib": b, "groups": g,
                  "median_s": s / 1e3, "same_numbers": True}
                 for b, g, s in ((0, 1, 40.0), (4, 2, ms))]
-        return {"benchmark": "shuffle-groups", "time": time, "rows": rows,
-                "source": {"git_commit": "c" * 40, "git_dirty": False},
-                "machine": {"cpu_model": "test cpu"}}
-    (tmp_path / "shuffle-groups-a.json").write_text(json.dumps(rec("2026-01-01T00:00:00", 80)))
-    (tmp_path / "shuffle-groups-b.json").write_text(json.dumps(rec("2026-02-01T00:00:00", 20)))
+    _older_and_newer(tmp_path, "shuffle-groups", rows(80), rows(20))
     text = "\n".join(render.shuffle_groups_md(tmp_path))
     assert "| 100 | 256 | f1 | 4 | 2 | 20.0 | 2.00x | yes |" in text  # the later record
     assert "| 100 | 256 | f1 | 0 | 1 | 40.0 | 1.00x | yes |" in text
