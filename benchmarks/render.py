@@ -635,24 +635,30 @@ def _run_by(command: str, rec: dict) -> str:
             f"{rec['machine'].get('cpu_model', '?')})")
 
 
+def _opening(title: str, command: str, rec: dict, text: str) -> list:
+    """A benchmark section's first lines: its title, then where its figures come from
+    (:func:`_run_by`) followed by ``text`` (what was measured and how to read it)."""
+    return [f"## {title}", "", f"{_run_by(command, rec)}: {text}", ""]
+
+
 def shuffle_groups_md(results_dir: Path) -> list:
     """Reduced shuffled chunks run in trial groups: the latest record of
     benchmarks/bench_shuffle_groups.py (none: no section)."""
     rec = _latest_benchmark(results_dir, "shuffle-groups")
     if rec is None:
         return []
-    out = ["## Shuffled trials in groups", "",
-           f"{_run_by('python benchmarks/bench_shuffle_groups.py', rec)}: the headline "
-           "workload with a per-trial "
-           "shuffle through `simulate(reduce=)` (reducers `f1`, `count`) or with full Outcomes "
-           "and the top-c selection (`outcome`), the chunk's trials run in equal groups whose "
-           "random-order state takes about the budget (`svtjax.simulate.SHUFFLE_GROUP_BYTES`; "
-           "0: one group). Medians of interleaved rounds in ms; `same numbers`: the sums equal "
-           "those of one group; `simulate uses`: the groups `simulate` picks by default (full "
-           "Outcomes are grouped only within `svtjax.simulate.OUTCOME_GROUP_BYTES`).", "",
-           "| n | trials | reducer | budget MiB | groups | ms | ÷ one group | same numbers | "
-           "simulate uses |",
-           "|---|---|---|---|---|---|---|---|---|"]
+    out = _opening(
+        "Shuffled trials in groups", "python benchmarks/bench_shuffle_groups.py", rec,
+        "the headline workload with a per-trial "
+        "shuffle through `simulate(reduce=)` (reducers `f1`, `count`) or with full Outcomes "
+        "and the top-c selection (`outcome`), the chunk's trials run in equal groups whose "
+        "random-order state takes about the budget (`svtjax.simulate.SHUFFLE_GROUP_BYTES`; "
+        "0: one group). Medians of interleaved rounds in ms; `same numbers`: the sums equal "
+        "those of one group; `simulate uses`: the groups `simulate` picks by default (full "
+        "Outcomes are grouped only within `svtjax.simulate.OUTCOME_GROUP_BYTES`).") + [
+        "| n | trials | reducer | budget MiB | groups | ms | ÷ one group | same numbers | "
+        "simulate uses |",
+        "|---|---|---|---|---|---|---|---|---|"]
     base = {(r["n"], r["reducer"]): r.get("median_s") for r in rec["rows"]
             if r.get("budget_mib") == 0}
     for r in rec["rows"]:
@@ -673,20 +679,21 @@ def fisher_yates_md(results_dir: Path) -> list:
         return []
     rows = [r for r in rec["rows"] if r.get("ns_per_swap") is not None]
     cpus = sorted({r["cpus"] for r in rows}, reverse=True)
-    out = ["## Where a shuffled run's extra time goes: the swaps", "",
-           f"{_run_by('python benchmarks/bench_fisher_yates.py', rec)}: the engine's "
-           "`fisher_yates_block` alone, compiled in a loop over "
-           f"{rows[0]['blocks'] if rows else '?'} consecutive blocks of W positions for a "
-           "batch of trials (the widths of the compaction levels), and a probe with the same "
-           "loop and no swap (its contiguous row read and row write only). ns per swap = "
-           "median seconds ÷ (blocks × W × batch); each case in a process with every CPU and "
-           "in one started on a single CPU (XLA splits the loop's scatter across threads by "
-           "the size of the whole permutation; the single-CPU column shows what that split "
-           "costs).", "",
-           "| n | batch (trials) | " + " | ".join(
-               f"{v}, {c} CPU{'s' if c > 1 else ''}" for c in cpus
-               for v in ("ns per swap", "no swap")) + " |",
-           "|---|---|" + "---|" * (2 * len(cpus))]
+    out = _opening(
+        "Where a shuffled run's extra time goes: the swaps",
+        "python benchmarks/bench_fisher_yates.py", rec,
+        "the engine's `fisher_yates_block` alone, compiled in a loop over "
+        f"{rows[0]['blocks'] if rows else '?'} consecutive blocks of W positions for a "
+        "batch of trials (the widths of the compaction levels), and a probe with the same "
+        "loop and no swap (its contiguous row read and row write only). ns per swap = "
+        "median seconds ÷ (blocks × W × batch); each case in a process with every CPU and "
+        "in one started on a single CPU (XLA splits the loop's scatter across threads by "
+        "the size of the whole permutation; the single-CPU column shows what that split "
+        "costs).") + [
+        "| n | batch (trials) | " + " | ".join(
+            f"{v}, {c} CPU{'s' if c > 1 else ''}" for c in cpus
+            for v in ("ns per swap", "no swap")) + " |",
+        "|---|---|" + "---|" * (2 * len(cpus))]
     table: dict = {}
     for r in rows:
         table.setdefault((r["n"], r["batch"]), {})[(r["variant"], r["cpus"])] = r["ns_per_swap"]
@@ -697,22 +704,50 @@ def fisher_yates_md(results_dir: Path) -> list:
     return out + [""]
 
 
+def thunks_md(results_dir: Path, top: int = 12) -> list:
+    """A compiled chunk kernel by kernel: the latest record of benchmarks/profile_thunks.py
+    (none: no section)."""
+    rec = _latest_benchmark(results_dir, "thunk-profile")
+    if rec is None:
+        return []
+    out = _opening(
+        "Kernels of a compiled chunk", "python benchmarks/profile_thunks.py", rec,
+        "one warm `simulate(reduce=)` of the headline workload (count-only reducer) under JAX's "
+        "profiler with XLA's per-thunk trace events; every executed kernel summed by name. "
+        "A kernel run W = 64 times per block is in the lazy Fisher–Yates loop, one run once "
+        "per block in the block loop; a `while` row includes the kernels it runs. The "
+        "profiler slows every kernel run (by (profiled − warm) ÷ kernel runs on average, "
+        "given per case), so small kernels look dearer than they are: the costs are those "
+        "of `benchmarks/cost_breakdown.py`.")
+    for case in rec["cases"]:
+        out += [f"n = {case['n']}, {case['trials']} trials, {case['mode']}: warm "
+                f"{1e3 * case['warm_s']:.1f} ms, profiled {1e3 * case['profiled_s']:.1f} ms, "
+                f"{case['kernel_events']} kernel runs (the profiler's "
+                f"{1e6 * (case['profiled_s'] - case['warm_s']) / case['kernel_events']:.2f} µs "
+                "per run).", "",
+                "| kernel | runs | total ms | µs per run |", "|---|---|---|---|"]
+        out += [f"| `{k['name']}` | {k['count']} | {k['total_us'] / 1e3:.2f} | "
+                f"{k['mean_us']:.2f} |" for k in case["kernels"][:top]]
+        out.append("")
+    return out
+
+
 def draw_once_md(results_dir: Path) -> list:
     """Block draws hashed once: the latest record of benchmarks/bench_draw_once.py (none: no
     section)."""
     rec = _latest_benchmark(results_dir, "draw-once")
     if rec is None:
         return []
-    out = ["## Block draws hashed once", "",
-           f"{_run_by('python benchmarks/bench_draw_once.py --mechanisms', rec)}: the engine's "
-           "compiled chunk with a block's "
-           "draws made inside a conditional (`svtjax.mechanisms._engine.DRAW_ONCE`, `once`) and "
-           "without (`per consumer`: XLA's fusion recomputes the Threefry hash in every fusion "
-           "that reads the draws). `hash copies`: fusions of the compiled program holding a "
-           "block's hash. Medians of interleaved rounds in ms; `same numbers`: both programs "
-           "return identical outputs.", "",
-           "| case | hash copies, per consumer | once | ms, per consumer | ms, once | speed-up | "
-           "same numbers |", "|---|---|---|---|---|---|---|"]
+    out = _opening(
+        "Block draws hashed once", "python benchmarks/bench_draw_once.py --mechanisms", rec,
+        "the engine's compiled chunk with a block's "
+        "draws made inside a conditional (`svtjax.mechanisms._engine.DRAW_ONCE`, `once`) and "
+        "without (`per consumer`: XLA's fusion recomputes the Threefry hash in every fusion "
+        "that reads the draws). `hash copies`: fusions of the compiled program holding a "
+        "block's hash. Medians of interleaved rounds in ms; `same numbers`: both programs "
+        "return identical outputs.") + [
+        "| case | hash copies, per consumer | once | ms, per consumer | ms, once | speed-up | "
+        "same numbers |", "|---|---|---|---|---|---|---|"]
     cases: dict = {}
     for r in rec["rows"]:
         cases.setdefault(r["case"], {})[r["draws"]] = r
@@ -876,6 +911,7 @@ def write_results_md(results_dir: Path, output: Path, suites: Sequence[str] = ("
     text = (head + "\n" + "\n".join(reproduce_md(Path(results_dir)) + exact_md(
         Path(results_dir)) + ties_md(Path(results_dir)) + cost_md(Path(results_dir))
         + shuffle_groups_md(Path(results_dir)) + fisher_yates_md(Path(results_dir))
+        + thunks_md(Path(results_dir))
         + draw_once_md(Path(results_dir))
         + short_streams_md(Path(results_dir))
         + allocator_md(Path(results_dir))

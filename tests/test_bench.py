@@ -419,6 +419,28 @@ def test_fisher_yates_section_renders_the_latest_record(tmp_path):
     assert render.fisher_yates_md(tmp_path / "missing") == []
 
 
+def test_thunks_section_renders_the_latest_record(tmp_path):
+    """RESULTS.md's kernel-by-kernel section comes from profile_thunks.py's JSON (the latest
+    record), the top kernels of each case with their runs and times."""
+    def cases(us):
+        kernels = [{"name": "wrapped_scatter", "count": 640, "total_us": us,
+                    "mean_us": us / 640}]
+        return [{"n": 1000, "trials": 200, "mode": "shuffle", "warm_s": 0.01,
+                 "profiled_s": 0.02, "kernel_events": 700, "kernel_us": us, "kernels": kernels}]
+    for suffix, time, us in (("a", "2026-01-01T00:00:00", 9000.0),
+                             ("b", "2026-02-01T00:00:00", 1280.0)):
+        (tmp_path / f"thunk-profile-{suffix}.json").write_text(json.dumps(
+            {"benchmark": "thunk-profile", "time": time, "cases": cases(us),
+             "source": {"git_commit": "c" * 40, "git_dirty": False},
+             "machine": {"cpu_model": "test cpu"}}))
+    text = "\n".join(render.thunks_md(tmp_path))
+    assert ("n = 1000, 200 trials, shuffle: warm 10.0 ms, profiled 20.0 ms, 700 kernel runs "
+            "(the profiler's 14.29 µs per run)") in text
+    assert "| `wrapped_scatter` | 640 | 1.28 | 2.00 |" in text  # the later record
+    assert "9.00" not in text and "test cpu" in text
+    assert render.thunks_md(tmp_path / "missing") == []
+
+
 def test_shuffle_groups_section_renders_the_latest_record(tmp_path):
     """RESULTS.md's shuffled-groups section comes from bench_shuffle_groups.py's JSON (the
     latest record), with each budget's speed relative to one group."""
