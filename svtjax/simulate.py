@@ -153,10 +153,10 @@ across the permutations of the whole chunk (benchmarks/bench_shuffle_groups.py).
 OUTCOME_GROUP_BYTES = 40 * 2**10
 """A chunk that returns full Outcomes (no ``reduce``) is grouped only while a shuffled trial's
 working set (``mech.working_bytes(n, 4, True)``: its Outcome buffers and its random order)
-takes at most this many bytes: the groups' Outcomes are stacked, one more copy of every
-buffer. For svt-s on Zipf that copy cost more than grouping saved at n = 10^4 and 3·10^4
-(76 and 224 KiB a trial, 5 groups of 200 trials) and less at n = 1,000 and 3,000 (8 and 23 KiB
-a trial; 16 and 15 groups: 1.3-1.5x faster); the bound lies between, on a log scale
+takes at most this many bytes: the groups' Outcomes are joined along the trial axis, which
+(we think) costs a pass over every buffer. For svt-s on Zipf grouping was slower at n = 10^4
+and 3·10^4 (76 and 224 KiB a trial, 5 groups of 200 trials) and faster at n = 1,000 and 3,000
+(8 and 23 KiB a trial; 16 and 15 groups: 1.3-1.5x); the bound lies between, on a log scale
 (benchmarks/bench_shuffle_groups.py, reducer ``outcome``)."""
 
 _MIN_GROUP = 128
