@@ -138,7 +138,15 @@ def versions() -> dict:
         "numba": _version("numba"),
         "scipy": _version("scipy"),
         "svtjax": _version("svtjax"),
+        "native_fisher_yates": _native_status(),
     }
+
+
+def _native_status() -> str:
+    """Whether the compiled Fisher–Yates block runs (:func:`svtjax._native.status`)."""
+    from svtjax import _native
+
+    return _native.status()
 
 
 def source_state() -> dict:
@@ -147,7 +155,7 @@ def source_state() -> dict:
 
     pkg = Path(svtjax.__file__).resolve().parent
     digest = hashlib.sha256()
-    for path in sorted(pkg.rglob("*.py")):
+    for path in sorted([*pkg.rglob("*.py"), *pkg.rglob("*.cc")]):
         digest.update(str(path.relative_to(pkg)).encode())
         digest.update(path.read_bytes())
     state = {"package_sha256": digest.hexdigest()[:16], "package_path": str(pkg),

@@ -267,8 +267,8 @@ def test_shuffle_order_is_a_prefix_of_the_full_permutation():
 
 
 def test_fisher_yates_kernels_match_the_reference_shuffle():
-    """Both block Fisher–Yates kernels (flat addressing, and the (position, trial) one used for
-    permutations of 2**32 entries or more) give every trial the reference's order, block after
+    """The block Fisher–Yates kernels (the compiled one where it runs, flat addressing, and the
+    (position, trial) one used for permutations of 2**32 entries or more) give every trial the reference's order, block after
     block with the pending write carried across blocks; n = 100 makes swap partners collide
     within a block, n = 5 and 130 leave padded positions in the last block."""
     from svtjax.mechanisms import _engine as engine
@@ -281,15 +281,18 @@ def test_fisher_yates_kernels_match_the_reference_shuffle():
         want = [svtjax.reference.stream_order(svtjax.Draws(threshold=0.0,
                                                            order=np.asarray(stream_order(k, n))),
                                               n) for k in skeys]
-        for kernel in (engine.fisher_yates_block, engine._fisher_yates_block_2d):
-            fy = engine._shuffle_init(batch, nb * BLOCK)
+        native = svtjax._native.fisher_yates_target() is not None
+        for kernel, layout in ((engine.fisher_yates_block, native),
+                               (engine.fisher_yates_block, False),
+                               (engine._fisher_yates_block_2d, False)):
+            fy = engine._shuffle_init(batch, nb * BLOCK, native=layout)
             got = []
             for b in range(nb):
                 order = jnp.stack([block_order(k, b, n) for k in skeys])
                 fy, items = kernel(fy, order, b * BLOCK)
                 got.append(np.asarray(items))
             got = np.concatenate(got, axis=1)[:, :n]
-            np.testing.assert_array_equal(got, np.stack(want), err_msg=f"{kernel.__name__} n={n}")
+            np.testing.assert_array_equal(got, np.stack(want), err_msg=f"{kernel.__name__} {layout} n={n}")
 
 
 def test_default_chunk_fits_the_platform_memory_budget():

@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from svtjax import _rng
+from svtjax import _native, _rng
 from svtjax._core import Draws, Outcome
 from svtjax._loops import compacting_block_loop
 from svtjax._types import Array, DTypeLike, Key
@@ -289,24 +289,38 @@ def _sliced_block(lay: _Layout, draws: dict, k, j) -> dict:
 # -- the lazy Fisher–Yates shuffle --------------------------------------------------------------
 
 class _Shuffle(NamedTuple):
-    """Batch-level Fisher–Yates state: the permutation and one pending write.
+    """Batch-level Fisher–Yates state: the permutations and one pending write per trial.
 
-    The permutation is stored transposed, ``[n_pad, batch]``, so that reading position p for
-    every trial is one contiguous row, and as int16 when n_pad < 2**15: the random accesses of a
-    swap then touch half the cache lines (about 5x faster than int32 row-major on a CPU).
+    Pure JAX (``slot`` None): the permutation is stored transposed, ``[n_pad, batch]``, so that
+    reading position p for every trial is one contiguous row, and as int16 when n_pad < 2**15:
+    the random accesses of a swap then touch half the cache lines (about 5x faster than int32
+    row-major on a CPU). The compaction takes its columns.
+
+    Compiled block (:mod:`svtjax._native`, CPU): one trial per row, ``[rows, n_pad]``, and batch
+    row b reads row ``slot[b]``: the compaction takes only ``slot`` (never a permutation), and a
+    trial's swaps stay within its own row.
     """
 
-    perm: Array  # int16/int32[n_pad, batch]
+    perm: Array  # int16/int32[n_pad, batch], or [rows, n_pad] with slot
     j: Array  # int32[batch]: position of the pending write
     a: Array  # [batch]: value of the pending write
+    slot: Optional[Array] = None  # int32[batch]: row of perm (compiled block only)
 
 
 def perm_dtype(n_pad: int):
     return jnp.int16 if n_pad < 2**15 else jnp.int32
 
 
-def _shuffle_init(batch: int, n_pad: int) -> _Shuffle:
+def _shuffle_init(batch: int, n_pad: int, native: Optional[bool] = None) -> _Shuffle:
+    """The identity permutations, in the compiled block's layout where it runs (``native``
+    None: :func:`svtjax._native.fisher_yates_target` decides)."""
     dtype = perm_dtype(n_pad)
+    if native is None:
+        native = _native.fisher_yates_target() is not None
+    if native:
+        perm = jnp.broadcast_to(jnp.arange(n_pad, dtype=dtype)[None, :], (batch, n_pad))
+        return _Shuffle(perm, jnp.zeros((batch,), jnp.int32), jnp.zeros((batch,), dtype),
+                        jnp.arange(batch, dtype=jnp.int32))
     perm = jnp.broadcast_to(jnp.arange(n_pad, dtype=dtype)[:, None], (n_pad, batch))
     return _Shuffle(perm, jnp.zeros((batch,), jnp.int32), perm[0])
 
@@ -314,6 +328,8 @@ def _shuffle_init(batch: int, n_pad: int) -> _Shuffle:
 def _take_shuffle(fy: Optional[_Shuffle], idx: Array) -> Optional[_Shuffle]:
     if fy is None:
         return None
+    if fy.slot is not None:
+        return _Shuffle(fy.perm, fy.j[idx], fy.a[idx], fy.slot[idx])
     return _Shuffle(jnp.take(fy.perm, idx, axis=1), fy.j[idx], fy.a[idx])
 
 
@@ -332,6 +348,8 @@ def fisher_yates_block(fy: _Shuffle, order: Array, start) -> tuple[_Shuffle, Arr
     (impossible for ``Draws`` made by ``draw``) are dropped on write and read as 0, so hand-made
     ``Draws`` passed to ``decide`` can never write outside it.
     """
+    if fy.slot is not None:
+        return _fisher_yates_block_native(fy, order, start)
     n_pad, batch = fy.perm.shape
     width = order.shape[1]
     size = n_pad * batch
@@ -362,6 +380,19 @@ def fisher_yates_block(fy: _Shuffle, order: Array, start) -> tuple[_Shuffle, Arr
     perm, a, items = lax.fori_loop(0, width, step, (fy.perm.reshape(-1), fy.a, items))
     fy = _Shuffle(perm.reshape(n_pad, batch), order[:, -1].astype(jnp.int32), a)
     return fy, items.T.astype(jnp.int32)
+
+
+def _fisher_yates_block_native(fy: _Shuffle, order: Array, start) -> tuple[_Shuffle, Array]:
+    """:func:`fisher_yates_block` as one call of the compiled CPU block (:mod:`svtjax._native`),
+    on the one-trial-per-row state: the same swaps in the same order."""
+    perm, items, a = jax.ffi.ffi_call(
+        _native.FISHER_YATES_TARGET,
+        (jax.ShapeDtypeStruct(fy.perm.shape, fy.perm.dtype),
+         jax.ShapeDtypeStruct(order.shape, jnp.int32),
+         jax.ShapeDtypeStruct(fy.a.shape, fy.perm.dtype)),
+        input_output_aliases={0: 0}, vmap_method="broadcast_all",
+    )(fy.perm, fy.slot, fy.j, fy.a, order.astype(jnp.int32), jnp.asarray(start, jnp.int32))
+    return _Shuffle(perm, order[:, -1].astype(jnp.int32), a, fy.slot), items
 
 
 def _fisher_yates_block_2d(fy: _Shuffle, order: Array, start) -> tuple[_Shuffle, Array]:
@@ -541,7 +572,7 @@ def _loop(mech, lay: _Layout, batch: int, z0: dict, work_src, get_block, q, t, o
                 fy, items = shuffle_block(fy)
             else:  # the shuffle happens in the first pass only
                 fy, items = lax.cond(k == 0, shuffle_block, lambda f: (
-                    f, jnp.zeros((f.perm.shape[1], lay.width), jnp.int32)), fy)
+                    f, jnp.zeros((f.j.shape[0], lay.width), jnp.int32)), fy)
         noise = {name: blk[name] for name in mech.streams()}
         rows = jax.vmap(
             lambda r, z, i, o: _decide_block(mech, vectorized, lay, r, z, i, k, j, q_pad, t_pad,

@@ -1,0 +1,171 @@
+// One block of the engine's lazy Fisher-Yates shuffle as an XLA FFI handler for the CPU.
+//
+// The same swaps as svtjax.mechanisms._engine.fisher_yates_block, in the same order, on the same
+// state (so the results are bit-identical): XLA's CPU backend runs that block as a while loop of
+// about six small kernels per position, whose dispatch costs more than the swaps themselves; here
+// a block is one call. Durstenfeld's shuffle (Knuth, TAOCP Vol. 2, Algorithm 3.4.2P), drawn
+// lazily: step p swaps perm[p] and perm[j_p], j_p uniform on [p, n); only perm[j_p] is written,
+// and that write is deferred to the next step (the state carries it as (j, a)).
+//
+// The permutations are stored one trial per row, perm[s, position], and a batch row b (after the
+// engine's compaction has dropped halted trials) reads its permutation through slot[b]: the
+// compaction never copies a permutation, and one trial's swaps stay within its own row.
+//
+// Operands (leading dimensions G, from vmap, are independent problems):
+//   perm  int16/int32[G, S, n_pad]  the permutations (aliased to result 0)
+//   slot  int32[G, batch]           row of perm of each batch row
+//   j     int32[G, batch]           the pending write's position
+//   a     int16/int32[G, batch]     the pending write's value
+//   order int32[G, batch, W]        swap partners of positions start .. start + W - 1
+//   start int32[G]                  the block's first position
+// Results: perm, items int32[G, batch, W] (the item at each position), a (the new pending value).
+// Positions outside [0, n_pad) are never written and read as 0, as the JAX version does.
+
+#include <Python.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "xla/ffi/api/ffi.h"
+
+namespace ffi = xla::ffi;
+
+namespace {
+
+template <typename T>
+void Block(T* perm, const int32_t* slot, const int32_t* j, const T* a_in, const int32_t* order,
+           int32_t start, int32_t* items, T* a_out, int64_t rows, int64_t n_pad, int64_t batch,
+           int64_t width, std::vector<int64_t>& first) {
+  // The engine's compaction pads a smaller batch with copies of a row (svtjax._loops): copies
+  // share a slot and carry the same state and partners, so they get the first copy's results,
+  // and the permutation is swapped once.
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t s = slot[b];
+    int32_t* out = items + b * width;
+    if (s < 0 || s >= rows) {  // impossible for the engine's state: no permutation to read
+      for (int64_t k = 0; k < width; ++k) out[k] = 0;
+      a_out[b] = a_in[b];
+      continue;
+    }
+    if (first[s] >= 0) {
+      std::copy(items + first[s] * width, items + (first[s] + 1) * width, out);
+      a_out[b] = a_out[first[s]];
+      continue;
+    }
+    first[s] = b;
+    T* row = perm + s * n_pad;
+    const int32_t* partner = order + b * width;
+    int64_t jp = j[b];
+    T a = a_in[b];
+    for (int64_t k = 0; k < width; ++k) {
+      if (jp >= 0 && jp < n_pad) row[jp] = a;  // the previous step's deferred write
+      jp = partner[k];
+      out[k] = (jp >= 0 && jp < n_pad) ? static_cast<int32_t>(row[jp]) : 0;
+      // dynamic_slice's clamping, as in the JAX version (a block never reaches past n_pad)
+      int64_t p = static_cast<int64_t>(start) + k;
+      p = p < 0 ? 0 : (p >= n_pad ? n_pad - 1 : p);
+      a = row[p];
+    }
+    a_out[b] = a;  // deferred to the next block
+  }
+  for (int64_t b = 0; b < batch; ++b) {  // every entry -1 again, for the next group
+    if (slot[b] >= 0 && slot[b] < rows) first[slot[b]] = -1;
+  }
+}
+
+template <typename T>
+void Run(ffi::AnyBuffer perm_in, ffi::AnyBuffer slot, ffi::AnyBuffer j, ffi::AnyBuffer a,
+         ffi::AnyBuffer order, ffi::AnyBuffer start, ffi::Result<ffi::AnyBuffer> perm_out,
+         ffi::Result<ffi::AnyBuffer> items, ffi::Result<ffi::AnyBuffer> a_out) {
+  auto dims = perm_in.dimensions();
+  const int64_t rank = dims.size();
+  const int64_t rows = dims[rank - 2], n_pad = dims[rank - 1];
+  const int64_t batch = slot.dimensions()[rank - 2];
+  const int64_t width = order.dimensions()[rank - 1];
+  int64_t groups = 1;
+  for (int64_t d = 0; d < rank - 2; ++d) groups *= dims[d];
+  T* perm = static_cast<T*>(perm_out->untyped_data());
+  if (perm != perm_in.untyped_data()) {  // not aliased: start from a copy
+    const T* src = static_cast<const T*>(perm_in.untyped_data());
+    std::copy(src, src + groups * rows * n_pad, perm);
+  }
+  std::vector<int64_t> first(rows, -1);
+  for (int64_t g = 0; g < groups; ++g) {
+    Block<T>(perm + g * rows * n_pad, static_cast<const int32_t*>(slot.untyped_data()) + g * batch,
+             static_cast<const int32_t*>(j.untyped_data()) + g * batch,
+             static_cast<const T*>(a.untyped_data()) + g * batch,
+             static_cast<const int32_t*>(order.untyped_data()) + g * batch * width,
+             static_cast<const int32_t*>(start.untyped_data())[g],
+             static_cast<int32_t*>(items->untyped_data()) + g * batch * width,
+             static_cast<T*>(a_out->untyped_data()) + g * batch, rows, n_pad, batch, width,
+             first);
+  }
+}
+
+ffi::Error FisherYatesImpl(ffi::AnyBuffer perm_in, ffi::AnyBuffer slot, ffi::AnyBuffer j,
+                           ffi::AnyBuffer a,
+                           ffi::AnyBuffer order, ffi::AnyBuffer start,
+                           ffi::Result<ffi::AnyBuffer> perm_out,
+                           ffi::Result<ffi::AnyBuffer> items, ffi::Result<ffi::AnyBuffer> a_out) {
+  const auto rank = perm_in.dimensions().size();
+  if (rank < 2 || slot.element_type() != ffi::DataType::S32 ||
+      j.element_type() != ffi::DataType::S32 ||
+      order.element_type() != ffi::DataType::S32 || start.element_type() != ffi::DataType::S32 ||
+      a.element_type() != perm_in.element_type() ||
+      slot.dimensions().size() != rank - 1 || j.dimensions().size() != rank - 1 ||
+      order.dimensions().size() != rank || start.dimensions().size() != rank - 2) {
+    return ffi::Error::InvalidArgument("svtjax_fisher_yates: unexpected operand types or ranks");
+  }
+  switch (perm_in.element_type()) {
+    case ffi::DataType::S16:
+      Run<int16_t>(perm_in, slot, j, a, order, start, perm_out, items, a_out);
+      return ffi::Error::Success();
+    case ffi::DataType::S32:
+      Run<int32_t>(perm_in, slot, j, a, order, start, perm_out, items, a_out);
+      return ffi::Error::Success();
+    default:
+      return ffi::Error::InvalidArgument("svtjax_fisher_yates: perm must be int16 or int32");
+  }
+}
+
+}  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(SvtjaxFisherYates, FisherYatesImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Ret<ffi::AnyBuffer>()
+                                  .Ret<ffi::AnyBuffer>()
+                                  .Ret<ffi::AnyBuffer>());
+
+// The Python module: handler() returns the handler as a capsule for jax.ffi.register_ffi_target.
+static PyObject* Handler(PyObject*, PyObject*) {
+  return PyCapsule_New(reinterpret_cast<void*>(SvtjaxFisherYates), nullptr, nullptr);
+}
+
+static PyMethodDef kMethods[] = {
+    {"handler", Handler, METH_NOARGS, "The XLA FFI handler of one Fisher-Yates block (CPU)."},
+    {nullptr, nullptr, 0, nullptr}};
+
+static PyModuleDef kModule = {PyModuleDef_HEAD_INIT, "_fisher_yates", nullptr, -1, kMethods};
+
+#ifndef SVTJAX_JAXLIB_VERSION
+#define SVTJAX_JAXLIB_VERSION "unknown"
+#endif
+
+PyMODINIT_FUNC PyInit__fisher_yates(void) {
+  PyObject* module = PyModule_Create(&kModule);
+  // The jaxlib whose FFI headers this was compiled against: svtjax uses the handler only under
+  // that jaxlib (the FFI's binary interface is versioned with it).
+  if (module != nullptr &&
+      PyModule_AddStringConstant(module, "jaxlib_version", SVTJAX_JAXLIB_VERSION) < 0) {
+    Py_DECREF(module);
+    return nullptr;
+  }
+  return module;
+}

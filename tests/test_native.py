@@ -1,0 +1,138 @@
+"""The compiled Fisher–Yates block (svtjax._native) gives exactly the pure-JAX block's results.
+
+Every shuffled case of ``tests/test_bit_identity.py`` also runs through it (it is the default on
+the CPU); here it is compared with the pure-JAX block directly, block by block on hand-made
+states, through the engine (every registered threshold mechanism, compaction included) and
+under ``vmap`` (a sweep's stacked points), for one mechanism of each engine path.
+"""
+
+import shutil
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import svtjax
+from svtjax import _native
+from svtjax.mechanisms import _engine
+from svtjax.mechanisms.rules import ThresholdMechanism
+
+from .cases import CASES, build
+
+NATIVE = _native.fisher_yates_target() is not None
+
+
+def test_built_where_a_compiler_is():
+    """An install on a machine with a C++ compiler builds the block and uses it (a failed build
+    must not pass silently)."""
+    if shutil.which("c++") is None and shutil.which("g++") is None:
+        pytest.skip("no C++ compiler: the extension is optional")
+    assert _native.status().startswith("on"), _native.status()
+    assert NATIVE
+
+
+def test_off_switch(monkeypatch):
+    monkeypatch.setenv("SVTJAX_NATIVE", "0")
+    assert _native.fisher_yates_target() is None
+    assert _native.status() == "off (SVTJAX_NATIVE=0)"
+
+
+def _pure(monkeypatch):
+    monkeypatch.setattr(_native, "fisher_yates_target", lambda: None)
+
+
+needs_native = pytest.mark.skipif(not NATIVE, reason=_native.status())
+
+
+@needs_native
+@pytest.mark.parametrize("n_pad,batch,width", [(64, 5, 16), (192, 33, 64), (40_000, 3, 64)])
+def test_block_equals_pure_block(monkeypatch, n_pad, batch, width):
+    """Block by block from the identity, with a compaction half-way (a subset of the trials,
+    padded with copies of a row, which share its permutation) and partners outside the
+    permutation (dropped on write, read as 0)."""
+    rng = np.random.default_rng(n_pad)
+    native = _engine._shuffle_init(batch, n_pad)
+    with monkeypatch.context() as m:
+        _pure(m)
+        pure = _engine._shuffle_init(batch, n_pad)
+    assert native.slot is not None and pure.slot is None
+    block = jax.jit(_engine.fisher_yates_block)
+    origin = np.arange(batch)  # the trial of each row: copies draw the same partners
+    for k in range(min(4, n_pad // width)):
+        if k == 2:
+            # as the engine's compaction: the running rows, padded with copies of row 0
+            running = np.sort(rng.choice(batch, size=max(1, batch // 2), replace=False))
+            keep = np.concatenate([running, [0, 0]])
+            origin = origin[keep]
+            native = _engine._take_shuffle(native, jnp.asarray(keep))
+            pure = _engine._take_shuffle(pure, jnp.asarray(keep))
+        start = k * width
+        pos = start + np.arange(width)
+        partners = (pos + rng.random((batch, width)) * (n_pad - pos)).astype(np.int32)
+        partners[0, 1] = n_pad + 7  # outside: never written, read as 0
+        order = partners[origin]
+        native, items_n = block(native, jnp.asarray(order), start)
+        pure, items_p = block(pure, jnp.asarray(order), start)
+        np.testing.assert_array_equal(items_n, items_p)
+        np.testing.assert_array_equal(native.a, pure.a)
+        np.testing.assert_array_equal(native.j, pure.j)
+        rows = np.asarray(native.perm)[np.asarray(native.slot)]
+        np.testing.assert_array_equal(rows, np.asarray(pure.perm).T)
+
+
+def _run(mech, q, t, keys):
+    return jax.device_get(jax.jit(lambda k: _engine.run_keys(
+        mech, k, jnp.asarray(q), jnp.asarray(t), shuffle=True))(keys))
+
+
+# One mechanism per engine path: the vectorised block (svt-s), the scan with a redrawn threshold
+# (dpbook), retraversal passes (svt-retr), released values and per-position cost
+# (adaptive-svt-gap). Every shuffled case of every mechanism is checked against the pure-JAX
+# engine's recorded hashes in tests/test_bit_identity.py.
+PATHS = ("svt-s-monotonic", "dpbook", "svt-retr", "adaptive-svt-gap")
+THRESHOLD = [c for c in CASES if c.id in PATHS]
+
+
+def test_every_path_has_a_case():
+    assert sorted(c.id for c in THRESHOLD) == sorted(PATHS)
+
+
+@needs_native
+@pytest.mark.parametrize("case", THRESHOLD, ids=lambda c: c.id)
+def test_engine_equals_pure_engine(monkeypatch, case):
+    """Shuffled, through the engine's block loop: a stream of three blocks, trials halting at
+    different blocks (compactions)."""
+    rng = np.random.default_rng(7)
+    mech = build(case, rng)
+    assert isinstance(mech, ThresholdMechanism)
+    q = rng.normal(0.0, 2.0, 150).round()  # ties
+    t = np.full(150, 1.0)
+    keys = jax.random.split(jax.random.key(3), 11)
+    native = _run(mech, q, t, keys)
+    with monkeypatch.context() as m:
+        _pure(m)
+        pure = _run(mech, q, t, keys)
+    for f in native._fields:
+        a, b = getattr(native, f), getattr(pure, f)
+        if a is not None or b is not None:
+            np.testing.assert_array_equal(a, b, err_msg=f)
+
+
+@needs_native
+def test_vmapped_points_equal_pure():
+    """Stacked points (a sweep's ``vmap``) through the compiled block equal one point at a
+    time through the pure block."""
+    scores = 10000 / np.arange(1, 301)
+    q = scores[np.random.default_rng(0).permutation(300)]
+    mechs = [svtjax.get("svt-s", epsilon=e, c=5, monotonic=True) for e in (0.5, 2.0)]
+    keys = jax.random.split(jax.random.key(1), 9)
+    stacked = jax.tree_util.tree_map(lambda *x: jnp.stack(x), *mechs)
+    both = jax.device_get(jax.jit(jax.vmap(lambda m: _engine.run_keys(
+        m, keys, jnp.asarray(q), jnp.full(300, 900.0), shuffle=True)))(stacked))
+    for i, mech in enumerate(mechs):
+        with pytest.MonkeyPatch.context() as m:
+            _pure(m)
+            one = _run(mech, q, np.full(300, 900.0), keys)
+        np.testing.assert_array_equal(both.answers[i], one.answers)
+        np.testing.assert_array_equal(both.items[i], one.items)
