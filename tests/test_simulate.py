@@ -268,9 +268,10 @@ def test_shuffle_order_is_a_prefix_of_the_full_permutation():
 
 def test_fisher_yates_kernels_match_the_reference_shuffle():
     """The block Fisher–Yates kernels (the compiled one where it runs, flat addressing, and the
-    (position, trial) one used for permutations of 2**32 entries or more) give every trial the reference's order, block after
-    block with the pending write carried across blocks; n = 100 makes swap partners collide
-    within a block, n = 5 and 130 leave padded positions in the last block."""
+    (position, trial) one used for permutations of 2**32 entries or more) give every trial the
+    reference's order, block after block with the pending write carried across blocks; n = 100
+    makes swap partners collide within a block, n = 5 and 130 leave padded positions in the
+    last block."""
     from svtjax.mechanisms import _engine as engine
     from svtjax.mechanisms.base import BLOCK, block_order, num_blocks, stream_key, stream_order
 
@@ -292,7 +293,8 @@ def test_fisher_yates_kernels_match_the_reference_shuffle():
                 fy, items = kernel(fy, order, b * BLOCK)
                 got.append(np.asarray(items))
             got = np.concatenate(got, axis=1)[:, :n]
-            np.testing.assert_array_equal(got, np.stack(want), err_msg=f"{kernel.__name__} {layout} n={n}")
+            np.testing.assert_array_equal(got, np.stack(want),
+                                          err_msg=f"{kernel.__name__} {layout} n={n}")
 
 
 def test_default_chunk_fits_the_platform_memory_budget():
