@@ -12,6 +12,10 @@ XLA's CPU backend splits a loop's scatter across threads by the size of the whol
 (``outer_dimension_partitions``), and the difference is what that split costs per step.
 Medians of interleaved rounds; ``ns_per_swap`` = seconds ÷ (blocks × W × batch).
 
+This is the pure-JAX block (its state made with ``native=False``): on the CPU the engine now
+runs the compiled block of ``svtjax/_native`` instead, which ``benchmarks/bench_native.py``
+times against this one inside whole runs.
+
     python benchmarks/bench_fisher_yates.py [--blocks 10] [--rounds 7]
 """
 
@@ -78,8 +82,8 @@ def _program(block_fn, n: int, batch: int, blocks: int):
             fy, items = block_fn(fy, order[b], b * width)
             return fy, acc + jnp.sum(items, dtype=jnp.int32)
 
-        fy, acc = lax.fori_loop(0, blocks, body, (_engine._shuffle_init(batch, n_pad),
-                                                  jnp.int32(0)))
+        fy, acc = lax.fori_loop(0, blocks, body, (
+            _engine._shuffle_init(batch, n_pad, native=False), jnp.int32(0)))
         return acc, fy.perm
 
     return run, order, width

@@ -7,7 +7,9 @@ reducer, warm, once under ``jax.profiler.trace`` with XLA's per-thunk trace even
 Perfetto trace's complete events by name: every executed kernel (fusion, scatter, copy, loop)
 with its number of executions, total and mean time. A kernel inside the lazy Fisher–Yates loop
 runs once per swap step (W steps per block of every level), one in the block loop once per
-block, so the counts say which loop a kernel belongs to.
+block, so the counts say which loop a kernel belongs to. Where the compiled Fisher–Yates block
+of ``svtjax/_native`` runs (the CPU default since 0925b01), the swap loop is one ``ffi_call``
+kernel per block instead (``SVTJAX_NATIVE=0`` profiles the pure-JAX loop).
 
 The profiler slows every thunk (on average by (profiled − warm wall time) ÷ kernel runs, which
 the record allows to compute: 0.7-1 µs on the 2-core CI VM), so the times are inflated where
