@@ -13,8 +13,8 @@ mechanism author uses for theirs::
                                      cases=[testing.Case("base", {}, testing.eps_c)])
 
 A :class:`Case` is a mechanism structure (static parameters) plus a sampler of its numeric
-parameters; each shape's cases are run in one vmapped call, so hundreds of random cases compile
-a handful of times.
+parameters; each shape's cases are run in one compiled call (``lax.map`` over the cases), so
+hundreds of random cases compile a handful of times.
 """
 
 from __future__ import annotations
@@ -145,8 +145,8 @@ def assert_matches_reference(name: str, *, reference: Optional[Callable] = None,
     """Checks mechanism ``name`` against its numpy reference on common random numbers.
 
     For every case and stream length in ``shapes``, ``cases_per_shape`` mechanisms with random
-    numeric parameters run on random inputs (:func:`random_inputs`) in one vmapped call of
-    ``decide`` on ``draw``'s numbers; the reference gets the same draws as numpy arrays. Answers
+    numeric parameters run on random inputs (:func:`random_inputs`) in one compiled call of
+    ``decide`` (``lax.map`` over the cases) on ``draw``'s numbers; the reference gets the same draws as numpy arrays. Answers
     and items must be identical; values and costs equal to 1e-12 (float64) or float32 rounding.
     With ``check_scan`` the general per-position scan (``decide(..., vectorized=False)``) must
     equal the vectorised path bit for bit.
@@ -194,9 +194,14 @@ def _check_case(name, case, reference, dtype, shuffle, seed, shapes, per_shape, 
             # One program per shape: the draws, the vectorised decision and (with check_scan)
             # the general scan, so each shape costs one trace, lowering and compilation.
             draws = jax.vmap(lambda k: mechs[0].draw(k, n, shuffle=shuffle, dtype=dtype))(keys)
-            out = jax.vmap(lambda m, d, qq, tt: m.decide(d, qq, tt))(stacked, draws, q, t)
-            scan = jax.vmap(lambda m, d, qq, tt: m.decide(d, qq, tt, vectorized=False))(
-                stacked, draws, q, t) if check_scan else None
+            # The cases run one after another (lax.map), not vmapped: batching the engine's
+            # while loops costs as much staging time as tracing them, for a tiny kernel.
+            def one(args):
+                m, d, qq, tt = args
+                return m.decide(d, qq, tt), (m.decide(d, qq, tt, vectorized=False)
+                                             if check_scan else None)
+
+            out, scan = jax.lax.map(one, (stacked, draws, q, t))
             return draws, out, scan
 
         draws, out, scan = jax.device_get(jax.jit(run)(keys, stacked, q, t))

@@ -2,7 +2,7 @@
 
 Every registered mechanism, through its registered cases and reference, with the harness a
 mechanism author uses (``svtjax.testing.assert_matches_reference``): in float64 and float32, on
-2 stream lengths x 110 random cases (220 per configuration and dtype; vmapped, so each shape
+2 stream lengths x 110 random cases (220 per configuration and dtype; one lax.map, so each shape
 compiles once): n <= 50, c in 1..5, integer scores with many ties or real scores, scalar or
 per-query thresholds, fixed or shuffled order. Answers and items must be identical; values and
 costs equal to 1e-12 (float64) or float32 rounding. In float64 the general per-position scan
