@@ -272,17 +272,30 @@ def _assert_outcomes(got, ref, dtype, msg) -> None:
 
 
 def assert_call_equals_decide(mech, queries, thresholds, seeds: Sequence[int] = range(5)) -> None:
-    """``mech(key, ...)`` (lazy, early-exit) equals ``mech.decide(mech.draw(key, n), ...)``."""
+    """``mech(key, ...)`` (lazy, early-exit) equals ``mech.decide(mech.draw(key, n), ...)``.
+
+    Every seed's key in one compiled call (``lax.map`` over the keys): one trace of each path.
+    """
     import jax
+    import jax.numpy as jnp
 
     q = np.asarray(queries)
-    for seed in seeds:
-        key = jax.random.key(seed)
-        lazy = mech(key, q, thresholds)
-        full = mech.decide(mech.draw(key, q.shape[0]), q, thresholds)
+    seeds = list(seeds)
+    if not seeds:
+        return
+
+    @jax.jit
+    def both(mech, keys, q, thresholds):
+        return jax.lax.map(lambda key: (mech(key, q, thresholds),
+                                        mech.decide(mech.draw(key, q.shape[0]), q, thresholds)),
+                           keys)
+
+    keys = jnp.stack([jax.random.key(seed) for seed in seeds])
+    lazy, full = jax.device_get(both(mech, keys, q, thresholds))
+    for i, seed in enumerate(seeds):
         for field in lazy._fields:
-            np.testing.assert_array_equal(np.asarray(getattr(lazy, field)),
-                                          np.asarray(getattr(full, field)),
+            np.testing.assert_array_equal(np.asarray(getattr(lazy, field)[i]),
+                                          np.asarray(getattr(full, field)[i]),
                                           err_msg=f"{mech!r} seed={seed}: {field}")
 
 

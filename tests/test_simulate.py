@@ -1,6 +1,7 @@
 """``simulate``: per-trial keys, chunk/device invariance, one compile per structure, reducers,
 and the per-trial random order."""
 
+import functools
 import importlib
 import math
 import os
@@ -276,23 +277,33 @@ def test_fisher_yates_kernels_match_the_reference_shuffle():
     from svtjax.mechanisms.base import BLOCK, block_order, num_blocks, stream_key, stream_order
 
     batch = 5
-    for n in (5, 100, 130):
-        nb = num_blocks(n)
+
+    @functools.partial(jax.jit, static_argnums=(0, 1, 2))
+    def blocks(kernel, layout, n):
+        # One program per (kernel, layout, n): the blocks one after another, as the engine's
+        # loop runs them, the pending write carried from block to block.
         skeys = [stream_key(jax.random.key(100 + t), "order") for t in range(batch)]
-        want = [svtjax.reference.stream_order(svtjax.Draws(threshold=0.0,
-                                                           order=np.asarray(stream_order(k, n))),
-                                              n) for k in skeys]
-        native = svtjax._native.fisher_yates_target() is not None
+        fy = engine._shuffle_init(batch, num_blocks(n) * BLOCK, native=layout)
+        got = []
+        for b in range(num_blocks(n)):
+            order = jnp.stack([block_order(k, b, n) for k in skeys])
+            fy, items = kernel(fy, order, b * BLOCK)
+            got.append(items)
+        return jnp.concatenate(got, axis=1)[:, :n]
+
+    @functools.partial(jax.jit, static_argnums=0)
+    def orders(n):
+        return jnp.stack([stream_order(stream_key(jax.random.key(100 + t), "order"), n)
+                          for t in range(batch)])
+
+    native = svtjax._native.fisher_yates_target() is not None
+    for n in (5, 100, 130):
+        want = [svtjax.reference.stream_order(svtjax.Draws(threshold=0.0, order=order), n)
+                for order in np.asarray(orders(n))]
         for kernel, layout in ((engine.fisher_yates_block, native),
                                (engine.fisher_yates_block, False),
                                (engine._fisher_yates_block_2d, False)):
-            fy = engine._shuffle_init(batch, nb * BLOCK, native=layout)
-            got = []
-            for b in range(nb):
-                order = jnp.stack([block_order(k, b, n) for k in skeys])
-                fy, items = kernel(fy, order, b * BLOCK)
-                got.append(np.asarray(items))
-            got = np.concatenate(got, axis=1)[:, :n]
+            got = np.asarray(blocks(kernel, layout, n))
             np.testing.assert_array_equal(got, np.stack(want),
                                           err_msg=f"{kernel.__name__} {layout} n={n}")
 
