@@ -2,6 +2,8 @@
 (default) against the authors' running float64 budget sum (cmla-psu/freegap), on common random
 numbers. Deterministic: no statistical thresholds."""
 
+import functools
+
 import jax
 import numpy as np
 import pytest
@@ -61,7 +63,13 @@ def test_rules_differ_by_one_answer_exactly_where_the_float_sum_overshoots():
 
 @jax.jit
 def _decide(mech, draws, q):
-    return jax.vmap(lambda d: mech.decide(d, q, 0.0))(draws)
+    # lax.map, not vmap: batching the engine's loops costs more staging than the tiny runs
+    return jax.lax.map(lambda d: mech.decide(d, q, 0.0), draws)
+
+
+@functools.partial(jax.jit, static_argnums=2)
+def _draws(mech, keys, n):
+    return jax.vmap(lambda key: mech.draw(key, n, shuffle=True))(keys)
 
 
 def test_rules_agree_away_from_the_boundary():
@@ -77,8 +85,7 @@ def test_rules_agree_away_from_the_boundary():
             exact = svtjax.get("adaptive-svt-gap", **kw)
             authors = svtjax.get("adaptive-svt-gap", stopping="authors", **kw)
             e2 = authors.budgets()[2]
-            draws = jax.vmap(lambda key: exact.draw(key, q.shape[0], shuffle=True))(
-                jax.random.split(jax.random.key(k), 50))
+            draws = _draws(exact, jax.random.split(jax.random.key(k), 50), q.shape[0])
             a, b = (_decide(m, draws, q) for m in (exact, authors))
             ans_a, ans_b = np.asarray(a.answers), np.asarray(b.answers)
             for t in range(ans_a.shape[0]):
