@@ -12,6 +12,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import statistics
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -874,6 +875,13 @@ def _versions_table(rec: dict, results_dir: Path) -> list:
         ms = ["n/a" if m is None else f"{1e3 * m:.1f}" for m in row["median_s"]]
         ratio = ["n/a" if x is None else f"{x:.2f}x" for x in row["speedup_vs_first"]]
         out.append(f"| {row['mechanism']} | {row['mode']} | " + " | ".join(ms + ratio) + " |")
+    spreads = sorted(max(s) / min(s) - 1 for row in rec["rows"]
+                     for s in row.get("samples") or [] if s and min(s) > 0)
+    if spreads:
+        out += ["", f"Spread of the rounds: the slowest of a (mechanism, mode, checkout)'s "
+                f"{rec['repeats']} rounds was {100 * statistics.median(spreads):.0f}% above its "
+                f"fastest on median (90th percentile {100 * spreads[int(0.9 * (len(spreads) - 1))]:.0f}%), "
+                "so a ratio within about ±10% of 1.00x is not a measured difference."]
     return out + [""]
 
 
@@ -882,7 +890,7 @@ def versions_md(results_dir: Path) -> list:
     every mechanism, then any later record narrowed with ``--only`` (a rerun of the mechanisms
     a change touched)."""
     recs = _records(results_dir, "versions-*.json", lambda r: r.get("benchmark") == "versions")
-    out = ["## Every mechanism, two checkouts", ""]
+    out = ["## Every mechanism, several checkouts", ""]
     if not recs:
         return out + ["No record yet: run `python benchmarks/bench_versions.py OLD NEW`.", ""]
     narrowed = [r for r in recs if "--only" in r.get("command", "")]
