@@ -183,28 +183,31 @@ def _check_case(name, case, reference, dtype, shuffle, seed, shapes, per_shape, 
     import jax
 
     rng = np.random.default_rng(seed)
-    checked = 0
+    cases = []  # per shape: (n, mechanisms, keys, queries, thresholds, per-query flags)
     for n in shapes:
         mechs = [build(name, case, rng) for _ in range(per_shape)]
-        stacked = _stack(mechs)
         keys = jax.random.split(jax.random.key(seed + n), per_shape)
-        q, t, per_query = random_inputs(rng, n, per_shape, dtype)
+        cases.append((n, mechs, keys) + random_inputs(rng, n, per_shape, dtype))
 
-        def run(keys, stacked, q, t):
-            # One program per shape: the draws, the vectorised decision and (with check_scan)
-            # the general scan, so each shape costs one trace, lowering and compilation.
+    def one(args):
+        m, d, qq, tt = args
+        return m.decide(d, qq, tt), (m.decide(d, qq, tt, vectorized=False)
+                                     if check_scan else None)
+
+    def run(inputs):
+        # One program for every shape: the draws, the vectorised decision and (with
+        # check_scan) the general scan. The cases run one after another (lax.map), not
+        # vmapped: batching the engine's while loops costs as much staging as tracing them.
+        outs = []
+        for (n, mechs, *_), (keys, stacked, q, t) in zip(cases, inputs):
             draws = jax.vmap(lambda k: mechs[0].draw(k, n, shuffle=shuffle, dtype=dtype))(keys)
-            # The cases run one after another (lax.map), not vmapped: batching the engine's
-            # while loops costs as much staging time as tracing them, for a tiny kernel.
-            def one(args):
-                m, d, qq, tt = args
-                return m.decide(d, qq, tt), (m.decide(d, qq, tt, vectorized=False)
-                                             if check_scan else None)
+            outs.append((draws,) + jax.lax.map(one, (stacked, draws, q, t)))
+        return outs
 
-            out, scan = jax.lax.map(one, (stacked, draws, q, t))
-            return draws, out, scan
-
-        draws, out, scan = jax.device_get(jax.jit(run)(keys, stacked, q, t))
+    results = jax.device_get(jax.jit(run)([(keys, _stack(mechs), q, t)
+                                           for _, mechs, keys, q, t, _ in cases]))
+    checked = 0
+    for (n, mechs, _, q, t, per_query), (draws, out, scan) in zip(cases, results):
         refs = []
         for i, mech in enumerate(mechs):
             d = jax.tree_util.tree_map(lambda x: np.asarray(x[i]), draws)
