@@ -9,7 +9,7 @@ with exponential noise is permute-and-flip, ε-DP, k = 1).
 
 * Common random numbers: kernel (``top_k`` path and peeling path) against the numpy reference on
   220 random cases per structure and dtype (n in {8, 50}, integer scores with many ties or real
-  scores), vmapped over cases so each shape compiles once. Exact ties of noisy scores go to the
+  scores), in one compiled call per shape (lax.map over the cases). Exact ties of noisy scores go to the
   lower index in every implementation.
 * Distribution: the empirical law of the ordered pick tuple over 10^5 trials (n <= 5, k <= 3)
   against exact probabilities: for EM (and Gumbel noise) the product of peeling probabilities
@@ -92,6 +92,15 @@ def _stack(trees):
     return jax.tree_util.tree_map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *trees)
 
 
+@jax.jit
+def _both_paths(stacked, draws, q, t):
+    """Every case's ``top_k`` and peeling decisions in one program (lax.map over the cases:
+    batching the peeling loop with vmap costs more staging than the tiny runs)."""
+    return jax.lax.map(lambda a: (a[0].decide(a[1], a[2], a[3]),
+                                  a[0].decide(a[1], a[2], a[3], vectorized=False)),
+                       (stacked, draws, q, t))
+
+
 def _scores(rng, n, count, dtype):
     ties = rng.random(count) < 0.5
     q = np.where(ties[:, None], rng.integers(0, 4, (count, n)),
@@ -117,10 +126,7 @@ def test_kernel_matches_reference(structure, dtype):
         draws = Draws(threshold=None, query=z)
         q = _scores(rng, n, CASES_PER_SHAPE, dtype)
         t = rng.normal(size=(CASES_PER_SHAPE, n)).astype(dtype)  # ignored by selection
-        out = jax.device_get(jax.vmap(lambda m, d, qq, tt: m.decide(d, qq, tt))(
-            stacked, draws, q, t))
-        peel = jax.device_get(jax.vmap(lambda m, d, qq, tt: m.decide(d, qq, tt, vectorized=False))(
-            stacked, draws, q, t))
+        out, peel = jax.device_get(_both_paths(stacked, draws, q, t))
         for i, mech in enumerate(mechs):
             d = jax.tree_util.tree_map(lambda x: np.asarray(x[i]), draws)
             ref = reference.run(mech, d, q[i], 0.0)
