@@ -878,10 +878,11 @@ def _versions_table(rec: dict, results_dir: Path) -> list:
     spreads = sorted(max(s) / min(s) - 1 for row in rec["rows"]
                      for s in row.get("samples") or [] if s and min(s) > 0)
     if spreads:
+        p90 = spreads[int(0.9 * (len(spreads) - 1))]
         out += ["", f"Spread of the rounds: the slowest of a (mechanism, mode, checkout)'s "
                 f"{rec['repeats']} rounds was {100 * statistics.median(spreads):.0f}% above its "
-                f"fastest on median (90th percentile {100 * spreads[int(0.9 * (len(spreads) - 1))]:.0f}%), "
-                "so a ratio within about ±10% of 1.00x is not a measured difference."]
+                f"fastest on median (90th percentile {100 * p90:.0f}%), so a ratio within "
+                "about ±10% of 1.00x is not a measured difference."]
     return out + [""]
 
 

@@ -146,10 +146,10 @@ def assert_matches_reference(name: str, *, reference: Optional[Callable] = None,
 
     For every case and stream length in ``shapes``, ``cases_per_shape`` mechanisms with random
     numeric parameters run on random inputs (:func:`random_inputs`) in one compiled call of
-    ``decide`` (``lax.map`` over the cases) on ``draw``'s numbers; the reference gets the same draws as numpy arrays. Answers
-    and items must be identical; values and costs equal to 1e-12 (float64) or float32 rounding.
-    With ``check_scan`` the general per-position scan (``decide(..., vectorized=False)``) must
-    equal the vectorised path bit for bit.
+    ``decide`` (``lax.map`` over the cases) on ``draw``'s numbers; the reference gets the same
+    draws as numpy arrays. Answers and items must be identical; values and costs equal to 1e-12
+    (float64) or float32 rounding. With ``check_scan`` the general per-position scan
+    (``decide(..., vectorized=False)``) must equal the vectorised path bit for bit.
 
     Args:
       name: a registered mechanism.
@@ -283,6 +283,8 @@ def assert_call_equals_decide(mech, queries, thresholds, seeds: Sequence[int] = 
     import jax.numpy as jnp
 
     q = np.asarray(queries)
+    if isinstance(thresholds, (list, tuple)):  # a jit argument: one array, not a pytree
+        thresholds = np.asarray(thresholds)
     seeds = list(seeds)
     if not seeds:
         return

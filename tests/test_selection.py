@@ -9,8 +9,8 @@ with exponential noise is permute-and-flip, ε-DP, k = 1).
 
 * Common random numbers: kernel (``top_k`` path and peeling path) against the numpy reference on
   220 random cases per structure and dtype (n in {8, 50}, integer scores with many ties or real
-  scores), in one compiled call per shape (lax.map over the cases). Exact ties of noisy scores go to the
-  lower index in every implementation.
+  scores), in one compiled call per shape (lax.map over the cases). Exact ties of noisy scores
+  go to the lower index in every implementation.
 * Distribution: the empirical law of the ordered pick tuple over 10^5 trials (n <= 5, k <= 3)
   against exact probabilities: for EM (and Gumbel noise) the product of peeling probabilities
   Π_r exp(w q_{j_r}) / Σ_{remaining} exp(w q_i); for Laplace and exponential noise
