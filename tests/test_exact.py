@@ -129,6 +129,44 @@ def test_random_order_inner_sum_against_full_poisson_binomial():
             assert abs(float(out.evaluated[i]) - law @ g) < 1e-13, (scale, i)
 
 
+def test_inverse_means_with_sure_items_and_mu_just_above_a_panel_edge():
+    """E[1/(M_{−i}+1)] where some items pass surely (p = 1, as one-sided query noise gives)
+    and μ = Σ p lies an ulp or so above an edge of the Gauss–Legendre panels: the last panel is
+    then a sliver whose nodes round to μ, and 1 − s computed as (μ − y)/μ was 0 there, so the
+    leave-one-out step divided 0 by 0 (exact E[SER] of svt-exp on Adult, c = 50, ε = 0.5,
+    θ = 0.001 in random order was nan). With m sure items and one item of tiny p, the sure
+    items' M_{−i} is m − 1 and the other's is m (up to p): 1/m and 1/(m + 1)."""
+    for m in (1, 4, 6, 8):  # 1, 4 and 6 are panel edges (_laws.SUM_EDGES), 8 is not
+        for tiny in (0.0, 1e-16, 4e-16, 1e-15, 1e-13):
+            p = np.zeros(_laws._BLOCK)
+            p[:m] = 1.0
+            p[m] = tiny
+            P = jnp.asarray(p).reshape(1, _laws._BLOCK, 1)
+            mu = jnp.sum(P, axis=(0, 1))
+            inv = np.asarray(_laws._inverse_means(P, 1 - P, mu, jnp.float64, False))[0, :, 0]
+            assert np.isfinite(inv).all(), (m, tiny)
+            np.testing.assert_allclose(inv[:m], 1.0 / m, rtol=1e-12, err_msg=f"{m} {tiny}")
+            np.testing.assert_allclose(inv[m], 1.0 / (m + 1), rtol=1e-12, err_msg=f"{m} {tiny}")
+
+
+def test_optimal_allocation_refuses_a_nan_objective(monkeypatch):
+    """A search point whose exact objective is not finite raises, naming the share, instead of
+    being taken as the optimum (``np.argmax`` ranks nan first, so the table showed θ = 0.001
+    and E[SER] = nan)."""
+    from svtjax.exact import _allocation
+
+    real = _allocation.expected_metrics_many
+
+    def poisoned(laws, *args, **kwargs):
+        out = real(laws, *args, **kwargs)
+        return [dict(m, ser=jnp.nan) if k == 0 else m for k, m in enumerate(out)]
+
+    monkeypatch.setattr(_allocation, "expected_metrics_many", poisoned)
+    q = 10.0 / np.arange(1, 21)
+    with pytest.raises(FloatingPointError, match="share"):
+        exact.optimal_allocation("svt-s", q, float(q[3]), epsilon=1.0, c=3, monotonic=True)
+
+
 def _regimes(mu, c, chunk):
     """Chunks (of the nodes sorted by μ, largest first) in each branch of random_order."""
     mu = -np.sort(-mu)

@@ -144,7 +144,15 @@ def optimal_allocation(name: str, queries: Any, thresholds: Any, *, epsilon: flo
                                            + _bucket(total) - total)
         evaluations += len(laws)
         metrics = expected_metrics_many(laws, q, t, shuffle=shuffle, c=c, rules=rules)
-        return np.array([float(m[objective]) for m in metrics])
+        values = np.array([float(m[objective]) for m in metrics])
+        bad = ~np.isfinite(values)
+        if bad.any():  # np.argmax would rank a nan first: never report it as the optimum
+            x = float(np.asarray(logits)[np.argmax(bad)])
+            raise FloatingPointError(
+                f"the exact E[{objective}] of {name} is {values[bad][0]} at share "
+                f"θ = {1.0 / (1.0 + math.exp(-x)):.6g} (ε = {epsilon}, c = {c}); no optimum "
+                "is reported")
+        return values
 
     def value(logit: float) -> float:
         return float(values_at([logit])[0])
