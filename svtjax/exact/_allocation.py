@@ -110,6 +110,10 @@ def optimal_allocation(name: str, queries: Any, thresholds: Any, *, epsilon: flo
       assumes it is unimodal near the best grid point (the grid plot shows whether it is).
       ``value`` is computed with ``accuracy`` at the share found; ``grid`` holds the search's
       values (``search_accuracy``).
+
+    Raises:
+      FloatingPointError: the objective is not finite at a share the search evaluated (no
+        optimum is reported rather than a wrong one).
     """
     from scipy import optimize
 

@@ -379,7 +379,7 @@ def _inverse_mean_nodes(mu, dtype, laguerre: bool):
     # a panel edge, the last panel is a sliver whose nodes y round to μ, so μ − y is 0 and an
     # item that passes surely (p_i = 1, one-sided query noise) divides 0 by 0 in the
     # leave-one-out step (svt-exp on Adult, c = 50, ε = 0.5, θ = 0.001 gave E[SER] = nan). A
-    # sum of non-negative terms, it is exact in relative terms and positive at every used node.
+    # sum of non-negative terms, it is accurate to a few ulps and positive at every used node.
     rest = (lam[None] - b)[:, None] + (b - a)[:, None] * (1 - u)[None, :, None]
     oms = jnp.where(used, rest / lam, 1.0)
     shape = (-1, mu.shape[0])
