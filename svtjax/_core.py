@@ -41,19 +41,22 @@ class Outcome:
     The engine returns *compact* Outcomes (:meth:`compact`): a field that is a function of the
     answers is not stored but computed when read — ``items`` in a fixed order (the position, mod
     n), ``values`` of a mechanism that releases nothing (NaN), ``cost`` of a mechanism that
-    charges the same at every ⊤ (that charge at ⊤, 0 elsewhere). Reading such a field returns the
+    charges the same at every ⊤ (that charge at ⊤, 0 elsewhere) — and a shuffled run's items
+    may be stored only where something was evaluated, in a narrower integer type (the engine's
+    permutations, whose first positions are each trial's order: ``items_evaluated_only``). Reading such a field returns the
     same array a stored field would (computed once per object and kept); what a compact Outcome
     saves is writing and moving trials × L arrays that carry no information, which on a CPU
     costs more than a top-c SVT run itself. ``svtjax.selected`` and ``prefix_counts`` read only
     what they need.
     """
 
-    __slots__ = ("answers", "_items", "_values", "_cost", "_top_cost", "_n", "_dtype", "_cache")
+    __slots__ = ("answers", "_items", "_values", "_cost", "_top_cost", "_n", "_dtype", "_partial",
+                 "_cache")
 
     def __init__(self, answers, items, values, cost):
         self._set(answers, items, values, cost, None, None, None)
 
-    def _set(self, answers, items, values, cost, top_cost, n, dtype):
+    def _set(self, answers, items, values, cost, top_cost, n, dtype, partial=False):
         set_ = object.__setattr__
         set_(self, "answers", answers)
         set_(self, "_items", items)
@@ -62,11 +65,12 @@ class Outcome:
         set_(self, "_top_cost", top_cost)
         set_(self, "_n", n)
         set_(self, "_dtype", dtype)
+        set_(self, "_partial", bool(partial))
         set_(self, "_cache", {})
 
     @classmethod
     def compact(cls, answers, *, n: int, dtype, items=None, values=None, cost=None,
-                top_cost=None) -> "Outcome":
+                top_cost=None, items_evaluated_only: bool = False) -> "Outcome":
         """An Outcome that stores only what the answers do not determine.
 
         Args:
@@ -76,11 +80,14 @@ class Outcome:
           items, values: stored arrays, or None (derived: position mod n; NaN).
           cost: a stored array, or None with ``top_cost`` (float[...], the charge of a ⊤ for
             each trial): ``top_cost`` at ⊤, 0 elsewhere.
+          items_evaluated_only: the stored ``items`` (any integer type) hold the item only where
+            ``answers >= 0``, anything elsewhere; reading ``items`` gives int32 with -1 there.
         """
         if cost is None and top_cost is None:
             raise ValueError("a compact Outcome needs cost or top_cost")
         out = object.__new__(cls)
-        out._set(answers, items, values, cost, top_cost, int(n), jnp.dtype(dtype).name)
+        out._set(answers, items, values, cost, top_cost, int(n), jnp.dtype(dtype).name,
+                 items_evaluated_only and items is not None)
         return out
 
     # -- fields ---------------------------------------------------------------------------
@@ -95,8 +102,14 @@ class Outcome:
 
     @property
     def items(self):
-        if self._items is not None:
+        if self._items is not None and not self._partial:
             return self._items
+        if self._items is not None:
+            def masked():
+                xp = self._xp()
+                return xp.where(self.answers >= 0, self._items.astype(np.int32),
+                                np.int32(-1)).astype(np.int32)
+            return self._derived("items", masked)
 
         def make():
             xp = self._xp()
@@ -126,8 +139,9 @@ class Outcome:
 
     @property
     def stored_items(self):
-        """The stored ``items`` array, or None when they are the position mod n."""
-        return self._items
+        """The stored ``items`` array (as ``items`` reads it), or None when they are the position
+        mod n."""
+        return None if self._items is None else self.items
 
     # -- the named-tuple interface ----------------------------------------------------------
     _fields = _FIELDS
@@ -159,7 +173,7 @@ class Outcome:
 
 def _outcome_flatten(out: Outcome):
     children = (out.answers, out._items, out._values, out._cost, out._top_cost)
-    return children, (out._n, out._dtype)
+    return children, (out._n, out._dtype, out._partial)
 
 
 def _outcome_flatten_with_keys(out: Outcome):
@@ -373,9 +387,10 @@ def _prefix_rows(answers: Array) -> tuple[Array, Array]:
 
 def _rows_of(outcome: Outcome) -> tuple[Array, Array, tuple[int, ...]]:
     """answers and items as 2-D batches [R, L] (items None when a compact Outcome derives them
-    from the position), and the batch shape."""
+    from the position), and the batch shape. The items are as stored: only positions with
+    ``answers >= 0`` are meaningful (every reader here reads the items at ⊤ only)."""
     answers = jnp.asarray(outcome.answers)
-    stored = outcome.stored_items if isinstance(outcome, Outcome) else outcome.items
+    stored = outcome._items if isinstance(outcome, Outcome) else outcome.items
     items = None if stored is None else jnp.asarray(stored)
     if answers.ndim < 1 or (items is not None and answers.shape != items.shape):
         raise ValueError("outcome.answers and outcome.items must share a shape [..., L]; got "

@@ -41,7 +41,8 @@ def bucket_sizes(batch: int, factor: int = COMPACTION, min_level: int = MIN_LEVE
 def compacting_block_loop(body: Callable[[Any, Any, Any], tuple[Any, Any]],
                           running: Callable[[Any], Any], rows: Any, work: Any, num_blocks: int,
                           *, factor: int = COMPACTION,
-                          take_work: Callable[[Any, Any], Any] | None = None) -> Any:
+                          take_work: Callable[[Any, Any], Any] | None = None,
+                          shared: Callable[[Any], Any] | None = None) -> Any:
     """Applies ``rows, work = body(b, rows, work)`` for b = 0, 1, ... while any row is running.
 
     Args:
@@ -56,9 +57,12 @@ def compacting_block_loop(body: Callable[[Any, Any, Any], tuple[Any, Any]],
       factor: compaction factor.
       take_work: ``(work, idx) -> work`` gathering rows ``idx`` of ``work`` (default: along the
         leading axis of every leaf), for work laid out with the batch elsewhere.
+      shared: ``work -> pytree``: a part of ``work`` that every level carries whole (its
+        ``take_work`` passes it on ungathered, e.g. state addressed through a slot per row);
+        its value after the last block is returned too.
 
     Returns:
-      The final ``rows``.
+      The final ``rows``; with ``shared``, ``(rows, shared(final work))``.
     """
     batch = jax.tree_util.tree_leaves(rows)[0].shape[0]
     take = lambda tree, idx: jax.tree_util.tree_map(  # noqa: E731
@@ -79,15 +83,17 @@ def compacting_block_loop(body: Callable[[Any, Any, Any], tuple[Any, Any]],
 
         b, rows, work = lax.while_loop(cond, step, (b, rows, work))
         if len(sizes) == 1:
-            return rows
+            return rows, (None if shared is None else shared(work))
         # Gather the (at most `limit`) running rows; pad with finished rows, which the body
         # leaves unchanged, so scattering every gathered row back is harmless.
         idx = jnp.nonzero(running(rows), size=limit, fill_value=0)[0]
-        sub = level(sizes[1:], b, take(rows, idx), take_work(work, idx))
-        return jax.tree_util.tree_map(lambda full, part: full.at[idx].set(part), rows, sub)
+        sub, last = level(sizes[1:], b, take(rows, idx), take_work(work, idx))
+        rows = jax.tree_util.tree_map(lambda full, part: full.at[idx].set(part), rows, sub)
+        return rows, last
 
     # A level runs at least one block before it hands its stragglers on, so a loop of
     # `num_blocks` blocks never reaches more than `num_blocks` levels: the deeper ones would
     # only be compiled (a short stream, e.g. the tests' few-item cases, compiles one level).
     sizes = bucket_sizes(batch, factor)[:max(1, num_blocks)]
-    return level(sizes, jnp.int32(0), rows, work)
+    rows, last = level(sizes, jnp.int32(0), rows, work)
+    return rows if shared is None else (rows, last)

@@ -150,13 +150,14 @@ engine's Fisher–Yates permutations and items buffers) takes about this many by
 after another inside the compiled chunk: the swaps then stay in the caches instead of reaching
 across the permutations of the whole chunk (benchmarks/bench_shuffle_groups.py)."""
 
-OUTCOME_GROUP_BYTES = 40 * 2**10
+OUTCOME_GROUP_BYTES = 16 * 2**10
 """A chunk that returns full Outcomes (no ``reduce``) is grouped only while a shuffled trial's
 working set (``mech.working_bytes(n, 4, True)``: its Outcome buffers and its random order)
 takes at most this many bytes: the groups' Outcomes are joined along the trial axis, which
-(we think) costs a pass over every buffer. For svt-s on Zipf grouping was slower at n = 10^4
-and 3·10^4 (76 and 224 KiB a trial, 5 groups of 200 trials) and faster at n = 1,000 and 3,000
-(8 and 23 KiB a trial; 16 and 15 groups: 1.3-1.5x); the bound lies between, on a log scale
+(we think) costs a pass over every buffer. For svt-s on Zipf (its items read from the
+permutations of the compiled Fisher–Yates block) grouping was slower at n = 10^4 (32 KiB a
+trial: 45 ms in 5 groups, 39 ms in one) and faster at n = 1,000 (4 KiB a trial: 105 ms in 5
+groups, 116 ms in one); the bound lies between, on a log scale
 (benchmarks/bench_shuffle_groups.py, reducer ``outcome``)."""
 
 _MIN_GROUP = 128

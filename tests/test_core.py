@@ -149,3 +149,29 @@ def test_bounded_uniform_frequencies():
         counts = np.bincount(draws, minlength=span)
         assert counts.shape == (span,)
         assert stats.chisquare(counts).pvalue > 1e-5, span
+
+
+def test_items_stored_only_where_evaluated():
+    """A compact Outcome whose stored items (int16, as the engine's permutations) are meaningful
+    only where something was evaluated reads as int32 items with -1 elsewhere, through every
+    accessor, a pytree round trip and ``_replace``; ``selected`` and the metrics read the
+    stored items at ⊤ only."""
+    import jax
+
+    answers = np.array([[1, 0, 1, -1, -1], [0, 1, -1, -1, -1]], np.int8)
+    stored = np.array([[4, 2, 0, 3, 1], [1, 3, 0, 2, 4]], np.int16)  # past the halt: stale
+    out = Outcome.compact(jnp.asarray(answers), n=5, dtype="float32", items=jnp.asarray(stored),
+                          top_cost=jnp.zeros(2), items_evaluated_only=True)
+    want = np.array([[4, 2, 0, -1, -1], [1, 3, -1, -1, -1]], np.int32)
+    for got in (out.items, out.stored_items, out[1], out._asdict()["items"],
+                jax.tree_util.tree_map(lambda x: x, out).items,
+                jax.device_get(out).items, out._replace(cost=jnp.zeros((2, 5))).items):
+        assert np.asarray(got).dtype == np.int32
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(svtjax.selected(out, 3), [[4, 0, -1], [3, -1, -1]])
+    scores = np.array([5.0, 4.0, 3.0, 2.0, 1.0])
+    m = svtjax.metrics.evaluate_outcome(out, scores, 2)
+    full = Outcome(*(np.asarray(x) for x in out))  # the same Outcome, every field stored
+    for name, value in svtjax.metrics.evaluate_outcome(full, scores, 2).items():
+        np.testing.assert_array_equal(m[name], value, err_msg=name)
+    np.testing.assert_array_equal(m["picks"], [2, 1])

@@ -50,7 +50,9 @@ needs_native = pytest.mark.skipif(not NATIVE, reason=_native.status())
 def test_block_equals_pure_block(monkeypatch, n_pad, batch, width):
     """Block by block from the identity, with a compaction half-way (a subset of the trials,
     padded with copies of a row, which share its permutation) and partners outside the
-    permutation (dropped on write, read as 0)."""
+    permutation (dropped on write, read as 0). The positions not yet visited agree; the
+    compiled block's visited positions hold the items drawn there (the pure block leaves them
+    stale: neither block reads them again)."""
     rng = np.random.default_rng(n_pad)
     native = _engine._shuffle_init(batch, n_pad)
     with monkeypatch.context() as m:
@@ -59,6 +61,7 @@ def test_block_equals_pure_block(monkeypatch, n_pad, batch, width):
     assert native.slot is not None and pure.slot is None
     block = jax.jit(_engine.fisher_yates_block)
     origin = np.arange(batch)  # the trial of each row: copies draw the same partners
+    seen = np.zeros((batch, 0), np.int64)  # each row's items so far
     for k in range(min(4, n_pad // width)):
         if k == 2:
             # as the engine's compaction: the running rows, padded with copies of row 0
@@ -78,7 +81,12 @@ def test_block_equals_pure_block(monkeypatch, n_pad, batch, width):
         np.testing.assert_array_equal(native.a, pure.a)
         np.testing.assert_array_equal(native.j, pure.j)
         rows = np.asarray(native.perm)[np.asarray(native.slot)]
-        np.testing.assert_array_equal(rows, np.asarray(pure.perm).T)
+        np.testing.assert_array_equal(rows[:, start + width:],
+                                      np.asarray(pure.perm).T[:, start + width:])
+        if k == 2:  # the compacted rows' items so far (copies: their row's)
+            seen = seen[keep]
+        seen = np.concatenate([seen, np.asarray(items_n)], axis=1)
+        np.testing.assert_array_equal(rows[:, :start + width], seen)
 
 
 def _run(mech, q, t, keys):

@@ -200,21 +200,25 @@ def test_shuffle_groups_are_equal_cache_sized_and_cpu_only(monkeypatch):
     mech = svtjax.get("svt-s", epsilon=1.0, c=5)
     groups = simulate_module.shuffle_groups
     monkeypatch.setattr(simulate_module, "SHUFFLE_GROUP_BYTES", 4 * 2**20)
-    # n = 10^4: the order adds an int16 permutation (10,048 entries), an int32 items buffer
-    # (10^4) and its block of swap draws, about 64 KiB a trial: 64 trials a group, below the
-    # minimum of 128, so 1000 trials go in the nearest count of equal groups of >= 128 (5 x 200)
+    # n = 10^4: the order adds an int16 permutation (10,048 entries; with the compiled block
+    # the trials' items are read from it, without it an int32 items buffer of 10^4 too), about
+    # 20 KiB a trial (60 KiB): 208 trials a group (64, below the minimum of 128), so 1000 trials
+    # go in the nearest count of equal groups of >= 128 (5 x 200)
     extra = mech.working_bytes(10_000, 4, True) - mech.working_bytes(10_000, 4, False)
-    assert 10_048 * 2 + 10_000 * 4 <= extra <= 2**16
+    items = 0 if svtjax._native.fisher_yates_target() else 10_000 * 4
+    assert 10_048 * 2 + items <= extra <= 10_048 * 2 + items + 2**10
     assert groups(mech, 10_000, 1000) == 5
-    assert groups(mech, 1_000, 10_000) == 16  # 6 KiB a trial: 699 a group; 16 x 625
-    assert groups(mech, 1_000, 10_000, points=4) == 50  # the points share the budget: 50 x 200
+    # n = 10^3: 2 KiB a trial (6 KiB): 2,048 a group (699); 5 x 2000 (16 x 625)
+    assert groups(mech, 1_000, 10_000) == (5 if not items else 16)
+    # the points share the budget: 20 x 500 (50 x 200)
+    assert groups(mech, 1_000, 10_000, points=4) == (20 if not items else 50)
     assert groups(mech, 10_000, 128) == 1  # the minimum group
     assert groups(mech, 10_000, 1009) == 1  # a prime: no equal groups
     # a mechanism whose random order adds no working memory is not grouped
     assert groups(svtjax.get("report-noisy-max", epsilon=1.0, k=5), 10_000, 1000) == 1
     # full Outcomes: grouped only while a trial's Outcome buffers are small (they are stacked
-    # once more): n = 10^3 (8 KiB a trial) is, n = 10^4 (76 KiB) is not
-    assert groups(mech, 1_000, 10_000, outcome=True) == 16
+    # once more): n = 10^3 (4 KiB a trial; 8 KiB) is, n = 10^4 (32 KiB; 76 KiB) is not
+    assert groups(mech, 1_000, 10_000, outcome=True) == (5 if not items else 16)
     assert groups(mech, 10_000, 1000, outcome=True) == 1
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
     assert groups(mech, 10_000, 1000) == 1
@@ -230,12 +234,13 @@ def test_shuffled_outcomes_in_groups_are_the_ungrouped_outcomes(monkeypatch):
                                       chunk=256, shuffle=True, groups=g) for g in (1, 4)]
     assert np.asarray(runs[0].answers).shape[0] == 256
     assert (np.asarray(runs[0].answers) >= 0).sum(axis=1).min() < 300  # early halts
-    _assert_same(jax.tree_util.tree_leaves(runs[0]), jax.tree_util.tree_leaves(runs[1]))
+    # field by field (a stored items array past a trial's halt is not part of the Outcome)
+    _assert_same(runs[0], runs[1])
     ungrouped = svtjax.simulate(mech, ZIPF, 10.0, trials=512, seed=4, shuffle=True)
     monkeypatch.setattr(simulate_module, "SHUFFLE_GROUP_BYTES", 1)
     assert simulate_module.shuffle_groups(mech, 300, 512, outcome=True) == 4
     grouped = svtjax.simulate(mech, ZIPF, 10.0, trials=512, seed=4, shuffle=True)
-    _assert_same(jax.tree_util.tree_leaves(ungrouped), jax.tree_util.tree_leaves(grouped))
+    _assert_same(ungrouped, grouped)
 
 
 def test_shuffle_gives_uniform_orders():

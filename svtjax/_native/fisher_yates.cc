@@ -4,8 +4,12 @@
 // state (so the results are bit-identical): XLA's CPU backend runs that block as a while loop of
 // about six small kernels per position, whose dispatch costs more than the swaps themselves; here
 // a block is one call. Durstenfeld's shuffle (Knuth, TAOCP Vol. 2, Algorithm 3.4.2P), drawn
-// lazily: step p swaps perm[p] and perm[j_p], j_p uniform on [p, n); only perm[j_p] is written,
-// and that write is deferred to the next step (the state carries it as (j, a)).
+// lazily: step p swaps perm[p] and perm[j_p], j_p uniform on [p, n). The write to perm[j_p] is
+// deferred to the next step (the state carries it as (j, a)); perm[p] is never read again, and
+// it is set to the item drawn at p, so that the row's first positions are the trial's order so
+// far: the engine reads a trial's items from its row once it has halted, rather than writing
+// them to a buffer of its own block by block (the pure-JAX block does not write perm[p], and
+// from position `start` on the two agree).
 //
 // The permutations are stored one trial per row, perm[s, position], and a batch row b (after the
 // engine's compaction has dropped halted trials) reads its permutation through slot[b]: the
@@ -18,7 +22,8 @@
 //   a     int16/int32[G, batch]     the pending write's value
 //   order int32[G, batch, W]        swap partners of positions start .. start + W - 1
 //   start int32[G]                  the block's first position
-// Results: perm, items int32[G, batch, W] (the item at each position), a (the new pending value).
+// Results: perm (positions start .. start + W - 1 now hold their items), items int32[G, batch, W]
+// (the item at each position), a (the new pending value).
 // Positions outside [0, n_pad) are never written and read as 0, as the JAX version does.
 
 #include <Python.h>
@@ -61,11 +66,13 @@ void Block(T* perm, const int32_t* slot, const int32_t* j, const T* a_in, const 
     for (int64_t k = 0; k < width; ++k) {
       if (jp >= 0 && jp < n_pad) row[jp] = a;  // the previous step's deferred write
       jp = partner[k];
-      out[k] = (jp >= 0 && jp < n_pad) ? static_cast<int32_t>(row[jp]) : 0;
+      const T item = (jp >= 0 && jp < n_pad) ? row[jp] : T(0);
+      out[k] = static_cast<int32_t>(item);
       // dynamic_slice's clamping, as in the JAX version (a block never reaches past n_pad)
       int64_t p = static_cast<int64_t>(start) + k;
       p = p < 0 ? 0 : (p >= n_pad ? n_pad - 1 : p);
       a = row[p];
+      row[p] = item;  // position p is final (when jp == p, the deferred write stores it again)
     }
     a_out[b] = a;  // deferred to the next block
   }

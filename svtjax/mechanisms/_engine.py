@@ -547,15 +547,20 @@ def _loop(mech, lay: _Layout, batch: int, z0: dict, work_src, get_block, q, t, o
     state = jax.vmap(lambda z: mech.init({name: init_scales[name] * z[name]
                                           for name in init_scales}))(z0)
     buf = lay.buffer
+    fy = _shuffle_init(batch, lay.n_pad) if shuffle else None
+    # The compiled block leaves each trial's order in the first positions of its permutation
+    # row (never moved by the compaction), which then serve as the Outcome's items; otherwise
+    # (the pure-JAX block, whose compaction gathers permutations, or retraversal, whose later
+    # passes read the first pass's items) they are written to a buffer block by block.
+    in_perm = fy is not None and fy.slot is not None and lay.passes == 1
     rows = _Rows(
         state=state,
         done=jnp.zeros((batch,), bool),
         answers=jnp.full((batch, buf), -1, jnp.int8),
-        items=jnp.full((batch, buf), -1, jnp.int32) if shuffle else None,
+        items=jnp.full((batch, buf), -1, jnp.int32) if shuffle and not in_perm else None,
         values=jnp.full((batch, buf), jnp.nan, dtype) if mech.has_values() else None,
         cost=jnp.zeros((batch, buf), dtype) if mech.per_position_cost else None,
     )
-    fy = _shuffle_init(batch, lay.n_pad) if shuffle else None
     cap = mech.cap()
     total = lay.passes * lay.npb
 
@@ -591,14 +596,20 @@ def _loop(mech, lay: _Layout, batch: int, z0: dict, work_src, get_block, q, t, o
         return (_take_shuffle(fy, idx), jax.tree_util.tree_map(take, src),
                 None if offsets is None else take(offsets))
 
-    rows = compacting_block_loop(body, lambda r: ~r.done, rows, (fy, work_src, offsets), total,
-                                 take_work=take_work)
-    return _finish(mech, lay, rows, dtype)
+    if not in_perm:
+        rows = compacting_block_loop(body, lambda r: ~r.done, rows, (fy, work_src, offsets),
+                                     total, take_work=take_work)
+        return _finish(mech, lay, rows, dtype)
+    rows, perm = compacting_block_loop(body, lambda r: ~r.done, rows, (fy, work_src, offsets),
+                                       total, take_work=take_work, shared=lambda w: w[0].perm)
+    return _finish(mech, lay, rows, dtype, perm[:, :lay.n])
 
 
-def _finish(mech, lay: _Layout, rows: _Rows, dtype) -> Outcome:
+def _finish(mech, lay: _Layout, rows: _Rows, dtype, perm: Optional[Array] = None) -> Outcome:
     """The batch's compact Outcome: answers, and only the fields the answers do not determine
-    (items of a shuffled run, released values, per-position costs); see ``Outcome.compact``."""
+    (items of a shuffled run, released values, per-position costs); see ``Outcome.compact``.
+    ``perm`` (a single-pass shuffled run through the compiled block): the permutation rows,
+    whose first positions hold each trial's items, stored as they are."""
     length = lay.length
 
     def trim(x):  # [batch, max(L, W)] -> [batch, L]
@@ -608,6 +619,10 @@ def _finish(mech, lay: _Layout, rows: _Rows, dtype) -> Outcome:
     top_cost = None
     if rows.cost is None:
         top_cost = jnp.broadcast_to(jnp.asarray(mech.top_cost(), dtype), answers.shape[:1])
+    if perm is not None:
+        return Outcome.compact(answers, n=lay.n, dtype=dtype, items=perm,
+                               values=trim(rows.values), cost=trim(rows.cost), top_cost=top_cost,
+                               items_evaluated_only=True)
     return Outcome.compact(answers, n=lay.n, dtype=dtype, items=trim(rows.items),
                            values=trim(rows.values), cost=trim(rows.cost), top_cost=top_cost)
 
@@ -652,12 +667,14 @@ def run_draws(mech, draws: Draws, q: Array, t: Array, *, vectorized: bool = True
 
 def working_bytes(mech, n: int, itemsize: int, shuffle: bool) -> int:
     """Working memory of one trial of a chunk: the buffers of its compact Outcome (answers
-    int8; items int32 when shuffled or retraversed; values and costs when the rule writes
-    them), the rows gathered when finished trials are compacted away (at most 1/8 of the
-    batch), one block of draws and, shuffled, the permutation."""
+    int8; items int32 when shuffled or retraversed, except where a single pass's items are
+    read from the compiled block's permutation; values and costs when the rule writes them),
+    the rows gathered when finished trials are compacted away (at most 1/8 of the batch), one
+    block of draws and, shuffled, the permutation."""
     lay = _layout(mech, n)
     length = max(lay.length, lay.width)
-    outputs = 1 + (4 if shuffle or lay.passes > 1 else 0) + \
+    in_perm = shuffle and lay.passes == 1 and _native.fisher_yates_target() is not None
+    outputs = 1 + (4 if (shuffle and not in_perm) or lay.passes > 1 else 0) + \
         (itemsize if mech.has_values() else 0) + (itemsize if mech.per_position_cost else 0)
     perm = jnp.dtype(perm_dtype(lay.n_pad)).itemsize * lay.n_pad if shuffle else 0
     streams = max(1, len(mech.streams()))
