@@ -43,8 +43,9 @@ class Outcome:
     n), ``values`` of a mechanism that releases nothing (NaN), ``cost`` of a mechanism that
     charges the same at every ⊤ (that charge at ⊤, 0 elsewhere) — and a shuffled run's items
     may be stored only where something was evaluated, in a narrower integer type (the engine's
-    permutations, whose first positions are each trial's order: ``items_evaluated_only``). Reading such a field returns the
-    same array a stored field would (computed once per object and kept); what a compact Outcome
+    permutations, whose first positions are each trial's order: ``items_evaluated_only``).
+    Reading such a field returns the same array a stored field would (computed once per object
+    and kept); what a compact Outcome
     saves is writing and moving trials × L arrays that carry no information, which on a CPU
     costs more than a top-c SVT run itself. ``svtjax.selected`` and ``prefix_counts`` read only
     what they need.
