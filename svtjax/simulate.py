@@ -146,7 +146,8 @@ class TrialContext(NamedTuple):
 
 SHUFFLE_GROUP_BYTES = 4 * 2**20
 """On a CPU, a shuffled chunk runs its trials in groups whose random-order state (the
-engine's Fisher–Yates permutations and items buffers) takes about this many bytes, one group
+engine's Fisher–Yates permutations, and items buffers where the items are not read from
+them) takes about this many bytes, one group
 after another inside the compiled chunk: the swaps then stay in the caches instead of reaching
 across the permutations of the whole chunk (benchmarks/bench_shuffle_groups.py)."""
 
@@ -176,8 +177,8 @@ def shuffle_groups(mech, n: int, chunk: int, *, points: int = 1, outcome: bool =
         return 1
     if outcome and mech.working_bytes(n, 4, True) * max(points, 1) > OUTCOME_GROUP_BYTES:
         return 1
-    # what a trial's random order adds to its working set (the engine: its permutation and its
-    # items buffer)
+    # what a trial's random order adds to its working set (the engine: its permutation, and an
+    # items buffer unless the compiled block leaves the items in the permutation)
     per_trial = (mech.working_bytes(n, 4, True) - mech.working_bytes(n, 4, False)) * max(points, 1)
     if per_trial <= 0:
         return 1
