@@ -89,6 +89,31 @@ def test_block_equals_pure_block(monkeypatch, n_pad, batch, width):
         np.testing.assert_array_equal(rows[:, :start + width], seen)
 
 
+@needs_native
+def test_halted_trials_are_skipped():
+    """The compiled block skips the trials marked done (items 0; permutation row and pending
+    value untouched) and swaps the others exactly as without the mark."""
+    batch, n_pad, width = 6, 256, 64
+    rng = np.random.default_rng(5)
+    block = jax.jit(_engine.fisher_yates_block)
+    state = _engine._shuffle_init(batch, n_pad)
+    pos = np.arange(width)
+    state, _ = block(state, jnp.asarray(
+        (pos + rng.random((batch, width)) * (n_pad - pos)).astype(np.int32)), 0)
+    pos = width + np.arange(width)
+    order = jnp.asarray((pos + rng.random((batch, width)) * (n_pad - pos)).astype(np.int32))
+    done = np.array([False, True, False, False, True, False])
+    all_, items_all = block(state, order, width)
+    some, items_some = block(state, order, width, jnp.asarray(done))
+    before = np.asarray(state.perm)
+    np.testing.assert_array_equal(np.asarray(items_some)[~done], np.asarray(items_all)[~done])
+    np.testing.assert_array_equal(np.asarray(items_some)[done], 0)
+    np.testing.assert_array_equal(np.asarray(some.perm)[~done], np.asarray(all_.perm)[~done])
+    np.testing.assert_array_equal(np.asarray(some.perm)[done], before[done])
+    np.testing.assert_array_equal(np.asarray(some.a)[done], np.asarray(state.a)[done])
+    np.testing.assert_array_equal(np.asarray(some.a)[~done], np.asarray(all_.a)[~done])
+
+
 def _run(mech, q, t, keys):
     return jax.device_get(jax.jit(lambda k: _engine.run_keys(
         mech, k, jnp.asarray(q), jnp.asarray(t), shuffle=True))(keys))

@@ -22,6 +22,9 @@
 //   a     int16/int32[G, batch]     the pending write's value
 //   order int32[G, batch, W]        swap partners of positions start .. start + W - 1
 //   start int32[G]                  the block's first position
+//   done  pred[G, batch]            rows that have halted: skipped (items 0, no swap, a kept);
+//                                   their evaluated prefix lies before `start`, which no later
+//                                   swap of theirs can reach
 // Results: perm (positions start .. start + W - 1 now hold their items), items int32[G, batch, W]
 // (the item at each position), a (the new pending value).
 // Positions outside [0, n_pad) are never written and read as 0, as the JAX version does.
@@ -40,15 +43,15 @@ namespace {
 
 template <typename T>
 void Block(T* perm, const int32_t* slot, const int32_t* j, const T* a_in, const int32_t* order,
-           int32_t start, int32_t* items, T* a_out, int64_t rows, int64_t n_pad, int64_t batch,
-           int64_t width, std::vector<int64_t>& first) {
+           int32_t start, const bool* done, int32_t* items, T* a_out, int64_t rows,
+           int64_t n_pad, int64_t batch, int64_t width, std::vector<int64_t>& first) {
   // The engine's compaction pads a smaller batch with copies of a row (svtjax._loops): copies
   // share a slot and carry the same state and partners, so they get the first copy's results,
   // and the permutation is swapped once.
   for (int64_t b = 0; b < batch; ++b) {
     const int64_t s = slot[b];
     int32_t* out = items + b * width;
-    if (s < 0 || s >= rows) {  // impossible for the engine's state: no permutation to read
+    if (s < 0 || s >= rows || done[b]) {  // halted, or (impossible) no permutation to read
       for (int64_t k = 0; k < width; ++k) out[k] = 0;
       a_out[b] = a_in[b];
       continue;
@@ -83,7 +86,8 @@ void Block(T* perm, const int32_t* slot, const int32_t* j, const T* a_in, const 
 
 template <typename T>
 void Run(ffi::AnyBuffer perm_in, ffi::AnyBuffer slot, ffi::AnyBuffer j, ffi::AnyBuffer a,
-         ffi::AnyBuffer order, ffi::AnyBuffer start, ffi::Result<ffi::AnyBuffer> perm_out,
+         ffi::AnyBuffer order, ffi::AnyBuffer start, ffi::AnyBuffer done,
+         ffi::Result<ffi::AnyBuffer> perm_out,
          ffi::Result<ffi::AnyBuffer> items, ffi::Result<ffi::AnyBuffer> a_out) {
   auto dims = perm_in.dimensions();
   const int64_t rank = dims.size();
@@ -104,6 +108,7 @@ void Run(ffi::AnyBuffer perm_in, ffi::AnyBuffer slot, ffi::AnyBuffer j, ffi::Any
              static_cast<const T*>(a.untyped_data()) + g * batch,
              static_cast<const int32_t*>(order.untyped_data()) + g * batch * width,
              static_cast<const int32_t*>(start.untyped_data())[g],
+             static_cast<const bool*>(done.untyped_data()) + g * batch,
              static_cast<int32_t*>(items->untyped_data()) + g * batch * width,
              static_cast<T*>(a_out->untyped_data()) + g * batch, rows, n_pad, batch, width,
              first);
@@ -112,13 +117,14 @@ void Run(ffi::AnyBuffer perm_in, ffi::AnyBuffer slot, ffi::AnyBuffer j, ffi::Any
 
 ffi::Error FisherYatesImpl(ffi::AnyBuffer perm_in, ffi::AnyBuffer slot, ffi::AnyBuffer j,
                            ffi::AnyBuffer a,
-                           ffi::AnyBuffer order, ffi::AnyBuffer start,
+                           ffi::AnyBuffer order, ffi::AnyBuffer start, ffi::AnyBuffer done,
                            ffi::Result<ffi::AnyBuffer> perm_out,
                            ffi::Result<ffi::AnyBuffer> items, ffi::Result<ffi::AnyBuffer> a_out) {
   const auto rank = perm_in.dimensions().size();
   if (rank < 2 || slot.element_type() != ffi::DataType::S32 ||
       j.element_type() != ffi::DataType::S32 ||
       order.element_type() != ffi::DataType::S32 || start.element_type() != ffi::DataType::S32 ||
+      done.element_type() != ffi::DataType::PRED || done.dimensions().size() != rank - 1 ||
       a.element_type() != perm_in.element_type() ||
       slot.dimensions().size() != rank - 1 || j.dimensions().size() != rank - 1 ||
       order.dimensions().size() != rank || start.dimensions().size() != rank - 2) {
@@ -126,10 +132,10 @@ ffi::Error FisherYatesImpl(ffi::AnyBuffer perm_in, ffi::AnyBuffer slot, ffi::Any
   }
   switch (perm_in.element_type()) {
     case ffi::DataType::S16:
-      Run<int16_t>(perm_in, slot, j, a, order, start, perm_out, items, a_out);
+      Run<int16_t>(perm_in, slot, j, a, order, start, done, perm_out, items, a_out);
       return ffi::Error::Success();
     case ffi::DataType::S32:
-      Run<int32_t>(perm_in, slot, j, a, order, start, perm_out, items, a_out);
+      Run<int32_t>(perm_in, slot, j, a, order, start, done, perm_out, items, a_out);
       return ffi::Error::Success();
     default:
       return ffi::Error::InvalidArgument("svtjax_fisher_yates: perm must be int16 or int32");
@@ -140,6 +146,7 @@ ffi::Error FisherYatesImpl(ffi::AnyBuffer perm_in, ffi::AnyBuffer slot, ffi::Any
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(SvtjaxFisherYates, FisherYatesImpl,
                               ffi::Ffi::Bind()
+                                  .Arg<ffi::AnyBuffer>()
                                   .Arg<ffi::AnyBuffer>()
                                   .Arg<ffi::AnyBuffer>()
                                   .Arg<ffi::AnyBuffer>()

@@ -333,9 +333,14 @@ def _take_shuffle(fy: Optional[_Shuffle], idx: Array) -> Optional[_Shuffle]:
     return _Shuffle(jnp.take(fy.perm, idx, axis=1), fy.j[idx], fy.a[idx])
 
 
-def fisher_yates_block(fy: _Shuffle, order: Array, start) -> tuple[_Shuffle, Array]:
+def fisher_yates_block(fy: _Shuffle, order: Array, start,
+                       done: Optional[Array] = None) -> tuple[_Shuffle, Array]:
     """Applies the swaps of positions ``start .. start + W − 1`` (``order``: int[batch, W]) for a
     batch; returns the state and the items at those positions, int32[batch, W].
+
+    ``done`` (bool[batch], optional): trials that have halted, whose items are never read
+    again; the compiled block skips them (their items come back 0), the pure-JAX block, whose
+    swaps are vectorised over the batch, ignores it.
 
     Step p swaps perm[p] and perm[j_p]; position p is never touched again, so only the write to
     perm[j_p] matters. That write is deferred to the next step: a scatter whose update does not
@@ -349,7 +354,7 @@ def fisher_yates_block(fy: _Shuffle, order: Array, start) -> tuple[_Shuffle, Arr
     ``Draws`` passed to ``decide`` can never write outside it.
     """
     if fy.slot is not None:
-        return _fisher_yates_block_native(fy, order, start)
+        return _fisher_yates_block_native(fy, order, start, done)
     n_pad, batch = fy.perm.shape
     width = order.shape[1]
     size = n_pad * batch
@@ -382,16 +387,21 @@ def fisher_yates_block(fy: _Shuffle, order: Array, start) -> tuple[_Shuffle, Arr
     return fy, items.T.astype(jnp.int32)
 
 
-def _fisher_yates_block_native(fy: _Shuffle, order: Array, start) -> tuple[_Shuffle, Array]:
+def _fisher_yates_block_native(fy: _Shuffle, order: Array, start,
+                               done: Optional[Array] = None) -> tuple[_Shuffle, Array]:
     """:func:`fisher_yates_block` as one call of the compiled CPU block (:mod:`svtjax._native`),
-    on the one-trial-per-row state: the same swaps in the same order."""
+    on the one-trial-per-row state: the same swaps in the same order, for the trials not
+    ``done``."""
+    if done is None:
+        done = jnp.zeros(fy.j.shape, bool)
     perm, items, a = jax.ffi.ffi_call(
         _native.FISHER_YATES_TARGET,
         (jax.ShapeDtypeStruct(fy.perm.shape, fy.perm.dtype),
          jax.ShapeDtypeStruct(order.shape, jnp.int32),
          jax.ShapeDtypeStruct(fy.a.shape, fy.perm.dtype)),
         input_output_aliases={0: 0}, vmap_method="broadcast_all",
-    )(fy.perm, fy.slot, fy.j, fy.a, order.astype(jnp.int32), jnp.asarray(start, jnp.int32))
+    )(fy.perm, fy.slot, fy.j, fy.a, order.astype(jnp.int32), jnp.asarray(start, jnp.int32),
+      jnp.asarray(done, bool))
     return _Shuffle(perm, order[:, -1].astype(jnp.int32), a, fy.slot), items
 
 
@@ -571,7 +581,7 @@ def _loop(mech, lay: _Layout, batch: int, z0: dict, work_src, get_block, q, t, o
         items = None
         if fy is not None:
             def shuffle_block(f):
-                return fisher_yates_block(f, blk["order"], j * lay.width)
+                return fisher_yates_block(f, blk["order"], j * lay.width, rows.done)
 
             if lay.passes == 1:
                 fy, items = shuffle_block(fy)
