@@ -46,8 +46,8 @@ class Outcome:
     permutations, whose first positions are each trial's order: ``items_evaluated_only``).
     Reading such a field returns the same array a stored field would (computed once per object
     and kept); what a compact Outcome saves is writing and moving trials × L arrays that carry
-    no information, which on a CPU costs more than a top-c SVT run itself. ``svtjax.selected`` and ``prefix_counts`` read only
-    what they need.
+    no information, which on a CPU costs more than a top-c SVT run itself.
+    ``svtjax.selected`` and ``prefix_counts`` read only what they need.
     """
 
     __slots__ = ("answers", "_items", "_values", "_cost", "_top_cost", "_n", "_dtype", "_partial",
