@@ -81,3 +81,20 @@ def test_block_draws_are_hashed_once_per_block_on_cpu(shuffle, n):
     # predicate must not fold then: ``_engine._once``).
     levels = len(bucket_sizes(trials)[:-(-n // 64)])
     assert copies == levels * (3 if shuffle else 1)
+
+
+def test_mulhi32_words_match_the_64_bit_product():
+    """Lemire's product in 16-bit limbs against numpy's uint64 product, extreme words
+    included."""
+    from svtjax.mechanisms.base import _mulhi32
+
+    rng = np.random.default_rng(3)
+    a = np.concatenate([rng.integers(0, 2**32, 4000, dtype=np.uint64),
+                        [0, 1, 2**16 - 1, 2**16, 2**32 - 1, 2**32 - 1]]).astype(np.uint32)
+    r = np.concatenate([rng.integers(1, 2**31, 4000, dtype=np.uint64),
+                        [1, 2**31 - 1, 2**16, 1, 2**31 - 1, 2]]).astype(np.uint32)
+    want = a.astype(np.uint64) * r.astype(np.uint64)
+    high, low = jax.jit(_mulhi32)(jnp.asarray(a), jnp.asarray(r))
+    np.testing.assert_array_equal(np.asarray(high), (want >> np.uint64(32)).astype(np.uint32))
+    np.testing.assert_array_equal(np.asarray(low),
+                                  (want & np.uint64(2**32 - 1)).astype(np.uint32))
