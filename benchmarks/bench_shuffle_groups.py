@@ -2,14 +2,14 @@
 
 A shuffled trial keeps a Fisher–Yates permutation of its n items; a chunk's permutations
 together (trials x n_pad entries, 20 MB for 1,000 trials of n = 10^4) are far larger than a
-CPU core's caches, so each swap misses. ``simulate(..., reduce=)`` therefore runs a shuffled
-chunk's trials in equal groups one after another inside the compiled chunk, the group's
+CPU core's caches, so each swap misses. ``simulate`` therefore runs a shuffled chunk of small
+trials in equal groups one after another inside the compiled chunk, the group's
 permutations taking about ``SHUFFLE_GROUP_BYTES``. Grouping never changes a number (each trial
 is keyed by its index). This times the headline workload (svt-s, monotonic, 1:c^(2/3),
 ε = 0.5, c = 50, Zipf 10,000/i, a fresh random order per trial) through ``simulate(reduce=)``
 with the F1/SER reducer and the count-only reducer, and with full Outcomes (``outcome``: no
-``reduce``, then the top-c selection and halting positions; ``simulate`` groups these only
-within ``svtjax.simulate.OUTCOME_GROUP_BYTES``, lifted here so both sides are timed; the
+``reduce``, then the top-c selection and halting positions); ``simulate`` groups a chunk only
+within ``svtjax.simulate.GROUP_TRIAL_BYTES`` a trial, lifted here so both sides are timed (the
 record's ``default_groups`` is what ``simulate`` picks), for each budget in ``--budgets`` (MiB;
 0: no grouping), in interleaved rounds, and writes one JSON record::
 
@@ -39,7 +39,7 @@ def measure(sizes, budgets, rounds: int, log=print) -> list[dict]:
 
     simulate = importlib.import_module("svtjax.simulate")
     default = simulate.SHUFFLE_GROUP_BYTES
-    default_outcome = simulate.OUTCOME_GROUP_BYTES
+    default_trial = simulate.GROUP_TRIAL_BYTES
     mech = svtjax.get(workload.HEADLINE, **workload.headline_params())
     rows = []
     for n, trials in sizes:
@@ -49,13 +49,11 @@ def measure(sizes, budgets, rounds: int, log=print) -> list[dict]:
                     "count": workload.count_reduce,
                     "outcome": None}  # full Outcomes, then the selection and halts
         selected = workload.selected_and_halts(workload.C)
-        default_groups = {name: simulate.shuffle_groups(mech, n, trials,
-                                                        outcome=reducer is None)
-                          for name, reducer in reducers.items()}
+        default_groups = {name: simulate.shuffle_groups(mech, n, trials) for name in reducers}
         fns, groups, sums = {}, {}, {}
         for budget in budgets:
             simulate.SHUFFLE_GROUP_BYTES = int(budget * 2**20) or 2**62
-            simulate.OUTCOME_GROUP_BYTES = 2**62  # the budget alone decides: both sides timed
+            simulate.GROUP_TRIAL_BYTES = 2**62  # the budget alone decides: both sides timed
             groups[budget] = simulate.shuffle_groups(mech, n, trials)
             for name, reducer in reducers.items():
                 def run(repeats, budget=budget, reducer=reducer, name=name):
@@ -72,7 +70,7 @@ def measure(sizes, budgets, rounds: int, log=print) -> list[dict]:
                 fns[f"{budget}:{name}"] = run
         result = timing.interleaved(fns, rounds=rounds, warmup=1)
         simulate.SHUFFLE_GROUP_BYTES = default
-        simulate.OUTCOME_GROUP_BYTES = default_outcome
+        simulate.GROUP_TRIAL_BYTES = default_trial
         for key, row in result.items():
             budget, name = key.split(":")
             budget = float(budget)

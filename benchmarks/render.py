@@ -655,8 +655,8 @@ def shuffle_groups_md(results_dir: Path) -> list:
         "and the top-c selection (`outcome`), the chunk's trials run in equal groups whose "
         "random-order state takes about the budget (`svtjax.simulate.SHUFFLE_GROUP_BYTES`; "
         "0: one group). Medians of interleaved rounds in ms; `same numbers`: the sums equal "
-        "those of one group; `simulate uses`: the groups `simulate` picks by default (full "
-        "Outcomes are grouped only within `svtjax.simulate.OUTCOME_GROUP_BYTES`).") + [
+        "those of one group; `simulate uses`: the groups `simulate` picks by default (a chunk "
+        "is grouped only within `svtjax.simulate.GROUP_TRIAL_BYTES` a trial).") + [
         "| n | trials | reducer | budget MiB | groups | ms | ÷ one group | same numbers | "
         "simulate uses |",
         "|---|---|---|---|---|---|---|---|---|"]

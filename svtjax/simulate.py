@@ -32,7 +32,7 @@ from svtjax.mechanisms.base import Mechanism
 __all__ = ["simulate", "trial_keys", "seed_key", "default_chunk_size", "plan_chunk",
            "outcome_bytes",
            "TrialContext", "run_chunk", "shuffle_groups", "MEMORY_BUDGET",
-           "SHUFFLE_GROUP_BYTES", "OUTCOME_GROUP_BYTES", "SEED_RANGE"]
+           "SHUFFLE_GROUP_BYTES", "GROUP_TRIAL_BYTES", "SEED_RANGE"]
 
 MEMORY_BUDGET = 256 * 2**20
 """Bytes of per-chunk working memory ``simulate`` aims for when ``chunk_size`` is None."""
@@ -145,37 +145,39 @@ class TrialContext(NamedTuple):
 
 
 SHUFFLE_GROUP_BYTES = 4 * 2**20
-"""On a CPU, a shuffled chunk runs its trials in groups whose random-order state (the
-engine's Fisher–Yates permutations, and items buffers where the items are not read from
-them) takes about this many bytes, one group
-after another inside the compiled chunk: the swaps then stay in the caches instead of reaching
-across the permutations of the whole chunk (benchmarks/bench_shuffle_groups.py)."""
+"""On a CPU, a shuffled chunk of small trials (:data:`GROUP_TRIAL_BYTES`) runs its trials in
+groups whose random-order state (the engine's Fisher–Yates permutations, and items buffers
+where the items are not read from them) takes about this many bytes, one group after another
+inside the compiled chunk: the swaps then stay in the caches instead of reaching across the
+permutations of the whole chunk (benchmarks/bench_shuffle_groups.py)."""
 
-OUTCOME_GROUP_BYTES = 16 * 2**10
-"""A chunk that returns full Outcomes (no ``reduce``) is grouped only while a shuffled trial's
-working set (``mech.working_bytes(n, 4, True)``: its Outcome buffers and its random order)
-takes at most this many bytes: the groups' Outcomes are joined along the trial axis, which
-(we think) costs a pass over every buffer. For svt-s on Zipf (its items read from the
-permutations of the compiled Fisher–Yates block) grouping was slower at n = 10^4 (32 KiB a
-trial: 45 ms in 5 groups, 39 ms in one) and faster at n = 1,000 (4 KiB a trial: 105 ms in 5
-groups, 116 ms in one); the bound lies between, on a log scale
-(benchmarks/bench_shuffle_groups.py, reducer ``outcome``)."""
+GROUP_TRIAL_BYTES = 16 * 2**10
+"""A shuffled chunk is grouped only while a trial's working set (``mech.working_bytes(n, 4,
+True)``: its Outcome buffers and its random order) takes at most this many bytes: every group
+runs the straggler tail of its own block loop (the compaction levels past the first), whose
+per-iteration cost grouping multiplies, and full Outcomes of the groups are joined along the
+trial axis. For svt-s on Zipf with the compiled Fisher–Yates block (items read from the
+permutations) five groups were slower at n = 10^4 x 1,000 trials (32 KiB a trial) with the
+F1, count and full-Outcome reducers (1.06x, 1.18x, 1.16x the time of one group), about even at
+n = 3,000 (10 KiB) and faster at n = 1,000 x 10^4 (4 KiB: 0.85x, 0.87x, 0.91x); the bound
+lies between (benchmarks/bench_shuffle_groups.py,
+``shuffle-groups-vm-3d1219c7-2026-11-29T103540.json``)."""
 
 _MIN_GROUP = 128
 """Fewer trials per group than this leave the block loop's per-iteration cost unamortised."""
 
 
-def shuffle_groups(mech, n: int, chunk: int, *, points: int = 1, outcome: bool = False) -> int:
+def shuffle_groups(mech, n: int, chunk: int, *, points: int = 1) -> int:
     """How many groups a shuffled chunk of ``chunk`` trials (of ``points`` stacked mechanisms)
     runs in, one after another inside the compiled chunk (1: not grouped): equal groups (no
     trial padded) of at least ``_MIN_GROUP`` trials, as many as the divisor of ``chunk``
     nearest to the count whose random orders (the bytes ``shuffle=True`` adds to
     ``mech.working_bytes``) take about ``SHUFFLE_GROUP_BYTES`` each; on a CPU only (an
-    accelerator wants the whole batch at once). A chunk returning full Outcomes
-    (``outcome=True``) is grouped only within :data:`OUTCOME_GROUP_BYTES`."""
+    accelerator wants the whole batch at once), and only while a trial's working set (of one
+    point) is within :data:`GROUP_TRIAL_BYTES`."""
     if jax.default_backend() != "cpu":
         return 1
-    if outcome and mech.working_bytes(n, 4, True) * max(points, 1) > OUTCOME_GROUP_BYTES:
+    if mech.working_bytes(n, 4, True) > GROUP_TRIAL_BYTES:
         return 1
     # what a trial's random order adds to its working set (the engine: its permutation, and an
     # items buffer unless the compiled block leaves the items in the permutation)
@@ -377,8 +379,7 @@ def simulate(mech: Mechanism, queries, thresholds, *, trials: int, seed: int = 0
         wrapped = jax.tree_util.Partial(_ignore_context, reduce)
     from svtjax.mechanisms._engine import block_width
 
-    groups = (shuffle_groups(mech, n, chunk, outcome=reduce is None)
-              if shuffle and num_devices == 1 else 1)
+    groups = shuffle_groups(mech, n, chunk) if shuffle and num_devices == 1 else 1
     run = functools.partial(run_chunk, chunk=chunk, shuffle=shuffle, num_devices=num_devices,
                             mode="outcome" if reduce is None else "sum", width=block_width(n),
                             groups=groups)

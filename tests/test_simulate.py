@@ -196,33 +196,36 @@ def test_shuffled_trial_groups_change_no_number(monkeypatch):
     _assert_same(ungrouped, grouped)
 
 
-def test_shuffle_groups_are_equal_cache_sized_and_cpu_only(monkeypatch):
+def test_shuffle_groups_are_equal_cache_sized_small_trials_and_cpu_only(monkeypatch):
     mech = svtjax.get("svt-s", epsilon=1.0, c=5)
     groups = simulate_module.shuffle_groups
     monkeypatch.setattr(simulate_module, "SHUFFLE_GROUP_BYTES", 4 * 2**20)
+    monkeypatch.setattr(simulate_module, "GROUP_TRIAL_BYTES", 16 * 2**10)
     # n = 10^4: the order adds an int16 permutation (10,048 entries; with the compiled block
-    # the trials' items are read from it, without it an int32 items buffer of 10^4 too), about
-    # 20 KiB a trial (60 KiB): 208 trials a group (64, below the minimum of 128), so 1000 trials
-    # go in the nearest count of equal groups of >= 128 (5 x 200)
+    # the trials' items are read from it, without it an int32 items buffer of 10^4 too), and a
+    # trial's working set (32 KiB; 76 KiB) is above the bound: not grouped
     extra = mech.working_bytes(10_000, 4, True) - mech.working_bytes(10_000, 4, False)
     items = 0 if svtjax._native.fisher_yates_target() else 10_000 * 4
-    assert 10_048 * 2 + items <= extra <= 10_048 * 2 + items + 2**10
-    assert groups(mech, 10_000, 1000) == 5
-    # n = 10^3: 2 KiB a trial (6 KiB): 2,048 a group (699); 5 x 2000 (16 x 625)
+    assert extra == 10_048 * 2 + items * 9 // 8  # buffers: 1/8 more for the compaction
+    assert mech.working_bytes(10_000, 4, True) > 16 * 2**10
+    assert groups(mech, 10_000, 1000) == 1
+    # n = 10^3: 4 KiB a trial (8 KiB), of which the order 2 KiB (6 KiB): 2,048 trials a group
+    # (699), so 10^4 trials go in the nearest count of equal groups of >= 128: 5 x 2000
+    # (16 x 625)
     assert groups(mech, 1_000, 10_000) == (5 if not items else 16)
     # the points share the budget: 20 x 500 (50 x 200)
     assert groups(mech, 1_000, 10_000, points=4) == (20 if not items else 50)
-    assert groups(mech, 10_000, 128) == 1  # the minimum group
-    assert groups(mech, 10_000, 1009) == 1  # a prime: no equal groups
+    assert groups(mech, 1_000, 128) == 1  # the minimum group
+    assert groups(mech, 1_000, 10_007) == 1  # a prime: no equal groups
+    monkeypatch.setattr(simulate_module, "SHUFFLE_GROUP_BYTES", 2**20)  # 499 (172) a group
+    assert groups(mech, 1_000, 1000) == (2 if not items else 5)
     # a mechanism whose random order adds no working memory is not grouped
-    assert groups(svtjax.get("report-noisy-max", epsilon=1.0, k=5), 10_000, 1000) == 1
-    # full Outcomes: grouped only while a trial's Outcome buffers are small (they are stacked
-    # once more): n = 10^3 (4 KiB a trial; 8 KiB) is, n = 10^4 (32 KiB; 76 KiB) is not
-    assert groups(mech, 1_000, 10_000, outcome=True) == (5 if not items else 16)
-    assert groups(mech, 10_000, 1000, outcome=True) == 1
+    assert groups(svtjax.get("report-noisy-max", epsilon=1.0, k=5), 1_000, 10_000) == 1
+    monkeypatch.setattr(simulate_module, "GROUP_TRIAL_BYTES", 2**20)  # a larger bound
+    monkeypatch.setattr(simulate_module, "SHUFFLE_GROUP_BYTES", 4 * 2**20)
+    assert groups(mech, 10_000, 1000) == 5
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
-    assert groups(mech, 10_000, 1000) == 1
-    assert groups(mech, 1_000, 10_000, outcome=True) == 1
+    assert groups(mech, 1_000, 10_000) == 1
 
 
 def test_shuffled_outcomes_in_groups_are_the_ungrouped_outcomes(monkeypatch):
@@ -238,7 +241,7 @@ def test_shuffled_outcomes_in_groups_are_the_ungrouped_outcomes(monkeypatch):
     _assert_same(runs[0], runs[1])
     ungrouped = svtjax.simulate(mech, ZIPF, 10.0, trials=512, seed=4, shuffle=True)
     monkeypatch.setattr(simulate_module, "SHUFFLE_GROUP_BYTES", 1)
-    assert simulate_module.shuffle_groups(mech, 300, 512, outcome=True) == 4
+    assert simulate_module.shuffle_groups(mech, 300, 512) == 4
     grouped = svtjax.simulate(mech, ZIPF, 10.0, trials=512, seed=4, shuffle=True)
     _assert_same(ungrouped, grouped)
 
