@@ -120,7 +120,7 @@ def first_answer_no_swaps(outcome):
     return outcome.answers[:, 0]
 
 
-def _no_swaps(fy, order, start, done=None):
+def _no_swaps(fy, order, start, done=None, write_items=False):
     """Probe for ``fisher_yates_block``: no swap; the items at positions start .. start + W − 1
     are the positions themselves (the stored order); every trial, ``done`` or not."""
     import jax.numpy as jnp

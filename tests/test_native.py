@@ -50,16 +50,16 @@ needs_native = pytest.mark.skipif(not NATIVE, reason=_native.status())
 def test_block_equals_pure_block(monkeypatch, n_pad, batch, width):
     """Block by block from the identity, with a compaction half-way (a subset of the trials,
     padded with copies of a row, which share its permutation) and partners outside the
-    permutation (dropped on write, read as 0). The positions not yet visited agree; the
-    compiled block's visited positions hold the items drawn there (the pure block leaves them
-    stale: neither block reads them again)."""
+    permutation (dropped on write, read as 0). The positions not yet visited agree; with
+    ``write_items`` the compiled block's visited positions hold the items drawn there (the pure
+    block leaves them stale: neither block reads them again)."""
     rng = np.random.default_rng(n_pad)
     native = _engine._shuffle_init(batch, n_pad)
     with monkeypatch.context() as m:
         _pure(m)
         pure = _engine._shuffle_init(batch, n_pad)
     assert native.slot is not None and pure.slot is None
-    block = jax.jit(_engine.fisher_yates_block)
+    block = jax.jit(_engine.fisher_yates_block, static_argnums=4)
     origin = np.arange(batch)  # the trial of each row: copies draw the same partners
     seen = np.zeros((batch, 0), np.int64)  # each row's items so far
     for k in range(min(4, n_pad // width)):
@@ -75,8 +75,8 @@ def test_block_equals_pure_block(monkeypatch, n_pad, batch, width):
         partners = (pos + rng.random((batch, width)) * (n_pad - pos)).astype(np.int32)
         partners[0, 1] = n_pad + 7  # outside: never written, read as 0
         order = partners[origin]
-        native, items_n = block(native, jnp.asarray(order), start)
-        pure, items_p = block(pure, jnp.asarray(order), start)
+        native, items_n = block(native, jnp.asarray(order), start, None, True)
+        pure, items_p = block(pure, jnp.asarray(order), start, None, True)
         np.testing.assert_array_equal(items_n, items_p)
         np.testing.assert_array_equal(native.a, pure.a)
         np.testing.assert_array_equal(native.j, pure.j)
@@ -112,6 +112,28 @@ def test_halted_trials_are_skipped():
     np.testing.assert_array_equal(np.asarray(some.perm)[done], before[done])
     np.testing.assert_array_equal(np.asarray(some.a)[done], np.asarray(state.a)[done])
     np.testing.assert_array_equal(np.asarray(some.a)[~done], np.asarray(all_.a)[~done])
+
+
+@needs_native
+def test_hand_made_partners_equal_pure(monkeypatch):
+    """``decide`` on hand-made Draws whose partners point back to positions already visited
+    (not a Fisher–Yates draw, so no swap may be assumed to spare the visited prefix) gives the
+    pure-JAX block's Outcome: items come from the buffer written as they are drawn."""
+    mech = svtjax.get("chen", epsilon=1.0)  # no cut-off: every position is evaluated
+    n = 150
+    q = np.random.default_rng(2).normal(0.0, 2.0, n)
+    draws = jax.vmap(lambda k: mech.draw(k, n, shuffle=True))(
+        jax.random.split(jax.random.key(4), 3))
+    order = np.array(draws.order)
+    order[:, 70:90] = np.arange(20)  # partners before their positions
+    bad = draws.replace(order=jnp.asarray(order))
+    run = jax.jit(jax.vmap(lambda d: mech.decide(d, q, 0.5)))
+    native = jax.device_get(run(bad))
+    with monkeypatch.context() as m:
+        _pure(m)
+        pure = jax.device_get(jax.jit(jax.vmap(lambda d: mech.decide(d, q, 0.5)))(bad))
+    for f in native._fields:
+        np.testing.assert_array_equal(getattr(native, f), getattr(pure, f), err_msg=f)
 
 
 def _run(mech, q, t, keys):

@@ -5,11 +5,13 @@
 // about six small kernels per position, whose dispatch costs more than the swaps themselves; here
 // a block is one call. Durstenfeld's shuffle (Knuth, TAOCP Vol. 2, Algorithm 3.4.2P), drawn
 // lazily: step p swaps perm[p] and perm[j_p], j_p uniform on [p, n). The write to perm[j_p] is
-// deferred to the next step (the state carries it as (j, a)); perm[p] is never read again, and
-// it is set to the item drawn at p, so that the row's first positions are the trial's order so
-// far: the engine reads a trial's items from its row once it has halted, rather than writing
-// them to a buffer of its own block by block (the pure-JAX block does not write perm[p], and
-// from position `start` on the two agree).
+// deferred to the next step (the state carries it as (j, a)). With the attribute write_items,
+// perm[p] (never read again when every partner lies at or after its position, as the engine
+// draws them) is set to the item drawn at p, so that the row's first positions are the trial's
+// order so far: the engine then reads a trial's items from its row once it has halted, rather
+// than writing them to a buffer of its own block by block (the pure-JAX block does not write
+// perm[p]; from position `start` on the two agree). Without it, the swaps are the pure-JAX
+// block's for any partners (hand-made Draws).
 //
 // The permutations are stored one trial per row, perm[s, position], and a batch row b (after the
 // engine's compaction has dropped halted trials) reads its permutation through slot[b]: the
@@ -44,7 +46,8 @@ namespace {
 template <typename T>
 void Block(T* perm, const int32_t* slot, const int32_t* j, const T* a_in, const int32_t* order,
            int32_t start, const bool* done, int32_t* items, T* a_out, int64_t rows,
-           int64_t n_pad, int64_t batch, int64_t width, std::vector<int64_t>& first) {
+           int64_t n_pad, int64_t batch, int64_t width, bool write_items,
+           std::vector<int64_t>& first) {
   // The engine's compaction pads a smaller batch with copies of a row (svtjax._loops): copies
   // share a slot and carry the same state and partners, so they get the first copy's results,
   // and the permutation is swapped once.
@@ -75,7 +78,7 @@ void Block(T* perm, const int32_t* slot, const int32_t* j, const T* a_in, const 
       int64_t p = static_cast<int64_t>(start) + k;
       p = p < 0 ? 0 : (p >= n_pad ? n_pad - 1 : p);
       a = row[p];
-      row[p] = item;  // position p is final (when jp == p, the deferred write stores it again)
+      if (write_items) row[p] = item;  // p is final (jp == p: the deferred write stores it again)
     }
     a_out[b] = a;  // deferred to the next block
   }
@@ -86,7 +89,7 @@ void Block(T* perm, const int32_t* slot, const int32_t* j, const T* a_in, const 
 
 template <typename T>
 void Run(ffi::AnyBuffer perm_in, ffi::AnyBuffer slot, ffi::AnyBuffer j, ffi::AnyBuffer a,
-         ffi::AnyBuffer order, ffi::AnyBuffer start, ffi::AnyBuffer done,
+         ffi::AnyBuffer order, ffi::AnyBuffer start, ffi::AnyBuffer done, bool write_items,
          ffi::Result<ffi::AnyBuffer> perm_out,
          ffi::Result<ffi::AnyBuffer> items, ffi::Result<ffi::AnyBuffer> a_out) {
   auto dims = perm_in.dimensions();
@@ -111,14 +114,14 @@ void Run(ffi::AnyBuffer perm_in, ffi::AnyBuffer slot, ffi::AnyBuffer j, ffi::Any
              static_cast<const bool*>(done.untyped_data()) + g * batch,
              static_cast<int32_t*>(items->untyped_data()) + g * batch * width,
              static_cast<T*>(a_out->untyped_data()) + g * batch, rows, n_pad, batch, width,
-             first);
+             write_items, first);
   }
 }
 
 ffi::Error FisherYatesImpl(ffi::AnyBuffer perm_in, ffi::AnyBuffer slot, ffi::AnyBuffer j,
                            ffi::AnyBuffer a,
                            ffi::AnyBuffer order, ffi::AnyBuffer start, ffi::AnyBuffer done,
-                           ffi::Result<ffi::AnyBuffer> perm_out,
+                           bool write_items, ffi::Result<ffi::AnyBuffer> perm_out,
                            ffi::Result<ffi::AnyBuffer> items, ffi::Result<ffi::AnyBuffer> a_out) {
   const auto rank = perm_in.dimensions().size();
   if (rank < 2 || slot.element_type() != ffi::DataType::S32 ||
@@ -132,10 +135,10 @@ ffi::Error FisherYatesImpl(ffi::AnyBuffer perm_in, ffi::AnyBuffer slot, ffi::Any
   }
   switch (perm_in.element_type()) {
     case ffi::DataType::S16:
-      Run<int16_t>(perm_in, slot, j, a, order, start, done, perm_out, items, a_out);
+      Run<int16_t>(perm_in, slot, j, a, order, start, done, write_items, perm_out, items, a_out);
       return ffi::Error::Success();
     case ffi::DataType::S32:
-      Run<int32_t>(perm_in, slot, j, a, order, start, done, perm_out, items, a_out);
+      Run<int32_t>(perm_in, slot, j, a, order, start, done, write_items, perm_out, items, a_out);
       return ffi::Error::Success();
     default:
       return ffi::Error::InvalidArgument("svtjax_fisher_yates: perm must be int16 or int32");
@@ -153,6 +156,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(SvtjaxFisherYates, FisherYatesImpl,
                                   .Arg<ffi::AnyBuffer>()
                                   .Arg<ffi::AnyBuffer>()
                                   .Arg<ffi::AnyBuffer>()
+                                  .Attr<bool>("write_items")
                                   .Ret<ffi::AnyBuffer>()
                                   .Ret<ffi::AnyBuffer>()
                                   .Ret<ffi::AnyBuffer>());

@@ -333,14 +333,16 @@ def _take_shuffle(fy: Optional[_Shuffle], idx: Array) -> Optional[_Shuffle]:
     return _Shuffle(jnp.take(fy.perm, idx, axis=1), fy.j[idx], fy.a[idx])
 
 
-def fisher_yates_block(fy: _Shuffle, order: Array, start,
-                       done: Optional[Array] = None) -> tuple[_Shuffle, Array]:
+def fisher_yates_block(fy: _Shuffle, order: Array, start, done: Optional[Array] = None,
+                       write_items: bool = False) -> tuple[_Shuffle, Array]:
     """Applies the swaps of positions ``start .. start + W − 1`` (``order``: int[batch, W]) for a
     batch; returns the state and the items at those positions, int32[batch, W].
 
     ``done`` (bool[batch], optional): trials that have halted, whose items are never read
     again; the compiled block skips them (their items come back 0), the pure-JAX block, whose
-    swaps are vectorised over the batch, ignores it.
+    swaps are vectorised over the batch, ignores it. ``write_items`` (static; compiled block
+    only): also set each visited position to its item (see ``fisher_yates.cc``), for partners
+    that never point before their position.
 
     Step p swaps perm[p] and perm[j_p]; position p is never touched again, so only the write to
     perm[j_p] matters. That write is deferred to the next step: a scatter whose update does not
@@ -354,7 +356,7 @@ def fisher_yates_block(fy: _Shuffle, order: Array, start,
     ``Draws`` passed to ``decide`` can never write outside it.
     """
     if fy.slot is not None:
-        return _fisher_yates_block_native(fy, order, start, done)
+        return _fisher_yates_block_native(fy, order, start, done, write_items)
     n_pad, batch = fy.perm.shape
     width = order.shape[1]
     size = n_pad * batch
@@ -387,8 +389,8 @@ def fisher_yates_block(fy: _Shuffle, order: Array, start,
     return fy, items.T.astype(jnp.int32)
 
 
-def _fisher_yates_block_native(fy: _Shuffle, order: Array, start,
-                               done: Optional[Array] = None) -> tuple[_Shuffle, Array]:
+def _fisher_yates_block_native(fy: _Shuffle, order: Array, start, done: Optional[Array] = None,
+                               write_items: bool = False) -> tuple[_Shuffle, Array]:
     """:func:`fisher_yates_block` as one call of the compiled CPU block (:mod:`svtjax._native`),
     on the one-trial-per-row state: the same swaps in the same order, for the trials not
     ``done``."""
@@ -401,7 +403,7 @@ def _fisher_yates_block_native(fy: _Shuffle, order: Array, start,
          jax.ShapeDtypeStruct(fy.a.shape, fy.perm.dtype)),
         input_output_aliases={0: 0}, vmap_method="broadcast_all",
     )(fy.perm, fy.slot, fy.j, fy.a, order.astype(jnp.int32), jnp.asarray(start, jnp.int32),
-      jnp.asarray(done, bool))
+      jnp.asarray(done, bool), write_items=np.bool_(write_items))
     return _Shuffle(perm, order[:, -1].astype(jnp.int32), a, fy.slot), items
 
 
@@ -546,9 +548,11 @@ def _decide_block(mech, vectorized: bool, lay: _Layout, rows: _Rows, noise: dict
 # -- batch drivers ------------------------------------------------------------------------------
 
 def _loop(mech, lay: _Layout, batch: int, z0: dict, work_src, get_block, q, t, offsets, shuffle,
-          vectorized) -> Outcome:
+          vectorized, from_perm: bool = True) -> Outcome:
     """Runs a batch block by block until every trial has halted (finished trials compacted
-    away, see ``svtjax._loops``)."""
+    away, see ``svtjax._loops``). ``from_perm``: a single-pass shuffled run through the
+    compiled block may read its items from the permutations (partners drawn by the engine,
+    each at or after its position, so no swap reaches a position already visited)."""
     dtype = q.dtype
     q_pad = _pad_last(q, lay.n_pad)
     t_pad = _pad_last(t, lay.n_pad)
@@ -560,9 +564,10 @@ def _loop(mech, lay: _Layout, batch: int, z0: dict, work_src, get_block, q, t, o
     fy = _shuffle_init(batch, lay.n_pad) if shuffle else None
     # The compiled block leaves each trial's order in the first positions of its permutation
     # row (never moved by the compaction), which then serve as the Outcome's items; otherwise
-    # (the pure-JAX block, whose compaction gathers permutations, or retraversal, whose later
-    # passes read the first pass's items) they are written to a buffer block by block.
-    in_perm = fy is not None and fy.slot is not None and lay.passes == 1
+    # (the pure-JAX block, whose compaction gathers permutations; retraversal, whose later
+    # passes read the first pass's items; pre-drawn Draws, whose partners may be anything)
+    # they are written to a buffer block by block.
+    in_perm = from_perm and fy is not None and fy.slot is not None and lay.passes == 1
     rows = _Rows(
         state=state,
         done=jnp.zeros((batch,), bool),
@@ -581,7 +586,7 @@ def _loop(mech, lay: _Layout, batch: int, z0: dict, work_src, get_block, q, t, o
         items = None
         if fy is not None:
             def shuffle_block(f):
-                return fisher_yates_block(f, blk["order"], j * lay.width, rows.done)
+                return fisher_yates_block(f, blk["order"], j * lay.width, rows.done, in_perm)
 
             if lay.passes == 1:
                 fy, items = shuffle_block(fy)
@@ -672,7 +677,8 @@ def run_draws(mech, draws: Draws, q: Array, t: Array, *, vectorized: bool = True
         src["order"] = jnp.asarray(draws.order)
     get_block = lambda d, k, j: _sliced_block(lay, d, k, j)  # noqa: E731
     batch = jax.tree_util.tree_leaves(draws)[0].shape[0]
-    return _loop(mech, lay, batch, z0, src, get_block, q, t, None, shuffle, vectorized)
+    return _loop(mech, lay, batch, z0, src, get_block, q, t, None, shuffle, vectorized,
+                 from_perm=False)
 
 
 def working_bytes(mech, n: int, itemsize: int, shuffle: bool) -> int:
