@@ -46,13 +46,15 @@ needs_native = pytest.mark.skipif(not NATIVE, reason=_native.status())
 
 
 @needs_native
-@pytest.mark.parametrize("n_pad,batch,width", [(64, 5, 16), (192, 33, 64), (40_000, 3, 64)])
+@pytest.mark.parametrize("n_pad,batch,width", [(64, 5, 16), (192, 33, 64), (40_000, 3, 64),
+                                               (256, 1100, 64)])
 def test_block_equals_pure_block(monkeypatch, n_pad, batch, width):
     """Block by block from the identity, with a compaction half-way (a subset of the trials,
     padded with copies of a row, which share its permutation) and partners outside the
     permutation (dropped on write, read as 0). The positions not yet visited agree; with
     ``write_items`` the compiled block's visited positions hold the items drawn there (the pure
-    block leaves them stale: neither block reads them again)."""
+    block leaves them stale: neither block reads them again). The batch of 1,100 rows is split
+    among threads (at least 2^14 positions a task), before and after the compaction."""
     rng = np.random.default_rng(n_pad)
     native = _engine._shuffle_init(batch, n_pad)
     with monkeypatch.context() as m:
@@ -90,10 +92,12 @@ def test_block_equals_pure_block(monkeypatch, n_pad, batch, width):
 
 
 @needs_native
-def test_halted_trials_are_skipped():
+@pytest.mark.parametrize("batch", [6, 1200])
+def test_halted_trials_are_skipped(batch):
     """The compiled block skips the trials marked done (items 0; permutation row and pending
-    value untouched) and swaps the others exactly as without the mark."""
-    batch, n_pad, width = 6, 256, 64
+    value untouched) and swaps the others exactly as without the mark (1,200 rows: split among
+    threads)."""
+    n_pad, width = 256, 64
     rng = np.random.default_rng(5)
     block = jax.jit(_engine.fisher_yates_block)
     state = _engine._shuffle_init(batch, n_pad)
@@ -102,7 +106,8 @@ def test_halted_trials_are_skipped():
         (pos + rng.random((batch, width)) * (n_pad - pos)).astype(np.int32)), 0)
     pos = width + np.arange(width)
     order = jnp.asarray((pos + rng.random((batch, width)) * (n_pad - pos)).astype(np.int32))
-    done = np.array([False, True, False, False, True, False])
+    done = np.array([False, True, False, False, True, False]) if batch == 6 else \
+        rng.random(batch) < 0.3
     all_, items_all = block(state, order, width)
     some, items_some = block(state, order, width, jnp.asarray(done))
     before = np.asarray(state.perm)

@@ -17,6 +17,11 @@
 // engine's compaction has dropped halted trials) reads its permutation through slot[b]: the
 // compaction never copies a permutation, and one trial's swaps stay within its own row.
 //
+// Rows are independent, so a large block (at least 2 x 2^12 swaps) is split into contiguous
+// ranges of rows that the calling thread and XLA's intra-op thread pool (the FFI's ThreadPool
+// context) take in turn; each row's swaps are the same whichever thread runs them, so the
+// results do not depend on the number of threads.
+//
 // Operands (leading dimensions G, from vmap, are independent problems):
 //   perm  int16/int32[G, S, n_pad]  the permutations (aliased to result 0)
 //   slot  int32[G, batch]           row of perm of each batch row
@@ -34,7 +39,11 @@
 #include <Python.h>
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "xla/ffi/api/ffi.h"
@@ -43,44 +52,106 @@ namespace ffi = xla::ffi;
 
 namespace {
 
+// One batch row's block: the swaps of positions start .. start + width - 1 of its permutation
+// row, the item at each position into out, the pending value returned.
+template <typename T>
+T Row(T* row, const int32_t* partner, int64_t jp, T a, int32_t start, int32_t* out,
+      int64_t n_pad, int64_t width, bool write_items) {
+  for (int64_t k = 0; k < width; ++k) {
+    if (jp >= 0 && jp < n_pad) row[jp] = a;  // the previous step's deferred write
+    jp = partner[k];
+    const T item = (jp >= 0 && jp < n_pad) ? row[jp] : T(0);
+    out[k] = static_cast<int32_t>(item);
+    // dynamic_slice's clamping, as in the JAX version (a block never reaches past n_pad)
+    int64_t p = static_cast<int64_t>(start) + k;
+    p = p < 0 ? 0 : (p >= n_pad ? n_pad - 1 : p);
+    a = row[p];
+    if (write_items) row[p] = item;  // p is final (jp == p: the deferred write stores it again)
+  }
+  return a;  // deferred to the next block
+}
+
+// Runs work(0) .. work(tasks - 1), each once, on the calling thread and on up to `helpers` tasks
+// of XLA's intra-op thread pool, and returns when all have finished. The calling thread takes
+// tasks too, so the call completes even when the pool never runs a helper (a busy or absent
+// pool: Schedule then runs it inline); a helper that starts late finds no task left and touches
+// nothing but the shared counters, which it co-owns.
+template <typename F>
+void ParallelFor(ffi::ThreadPool* pool, int64_t helpers, int64_t tasks, const F& work) {
+  struct Shared {
+    std::atomic<int64_t> next{0};
+    std::atomic<int64_t> finished{0};
+    std::mutex mu;
+    std::condition_variable cv;
+  };
+  auto shared = std::make_shared<Shared>();
+  const F* fn = &work;
+  auto drain = [shared, fn, tasks]() {
+    for (int64_t t; (t = shared->next.fetch_add(1)) < tasks;) {
+      (*fn)(t);
+      if (shared->finished.fetch_add(1) + 1 == tasks) {
+        std::lock_guard<std::mutex> lock(shared->mu);
+        shared->cv.notify_all();
+      }
+    }
+  };
+  for (int64_t h = 0; pool != nullptr && h < helpers && h + 1 < tasks; ++h) {
+    auto helper = drain;
+    pool->Schedule(std::move(helper));
+  }
+  drain();
+  std::unique_lock<std::mutex> lock(shared->mu);
+  shared->cv.wait(lock, [&] { return shared->finished.load() == tasks; });
+}
+
+// Swaps at least this many positions per task before a block is split among threads.
+constexpr int64_t kPositionsPerTask = 1 << 12;
+
 template <typename T>
 void Block(T* perm, const int32_t* slot, const int32_t* j, const T* a_in, const int32_t* order,
            int32_t start, const bool* done, int32_t* items, T* a_out, int64_t rows,
            int64_t n_pad, int64_t batch, int64_t width, bool write_items,
-           std::vector<int64_t>& first) {
+           std::vector<int64_t>& first, ffi::ThreadPool* pool, int64_t threads) {
   // The engine's compaction pads a smaller batch with copies of a row (svtjax._loops): copies
   // share a slot and carry the same state and partners, so they get the first copy's results,
-  // and the permutation is swapped once.
+  // and the permutation is swapped once. Rows with their own slot swap their own permutation
+  // row only, so they run in parallel; halted rows and copies are filled in after.
+  std::vector<int64_t> own;
+  own.reserve(batch);
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t s = slot[b];
+    if (s < 0 || s >= rows || done[b]) continue;  // halted, or (impossible) no permutation
+    if (first[s] < 0) {
+      first[s] = b;
+      own.push_back(b);
+    }
+  }
+  const int64_t count = static_cast<int64_t>(own.size());
+  auto rows_of = [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      const int64_t b = own[i];
+      a_out[b] = Row<T>(perm + slot[b] * n_pad, order + b * width, j[b], a_in[b], start,
+                        items + b * width, n_pad, width, write_items);
+    }
+  };
+  const int64_t tasks = std::max<int64_t>(
+      1, std::min<int64_t>({threads * 4, count, count * width / kPositionsPerTask}));
+  if (tasks == 1) {
+    rows_of(0, count);
+  } else {
+    ParallelFor(pool, threads - 1, tasks,
+                [&](int64_t t) { rows_of(count * t / tasks, count * (t + 1) / tasks); });
+  }
   for (int64_t b = 0; b < batch; ++b) {
     const int64_t s = slot[b];
     int32_t* out = items + b * width;
-    if (s < 0 || s >= rows || done[b]) {  // halted, or (impossible) no permutation to read
+    if (s < 0 || s >= rows || done[b]) {
       for (int64_t k = 0; k < width; ++k) out[k] = 0;
       a_out[b] = a_in[b];
-      continue;
-    }
-    if (first[s] >= 0) {
+    } else if (first[s] != b) {
       std::copy(items + first[s] * width, items + (first[s] + 1) * width, out);
       a_out[b] = a_out[first[s]];
-      continue;
     }
-    first[s] = b;
-    T* row = perm + s * n_pad;
-    const int32_t* partner = order + b * width;
-    int64_t jp = j[b];
-    T a = a_in[b];
-    for (int64_t k = 0; k < width; ++k) {
-      if (jp >= 0 && jp < n_pad) row[jp] = a;  // the previous step's deferred write
-      jp = partner[k];
-      const T item = (jp >= 0 && jp < n_pad) ? row[jp] : T(0);
-      out[k] = static_cast<int32_t>(item);
-      // dynamic_slice's clamping, as in the JAX version (a block never reaches past n_pad)
-      int64_t p = static_cast<int64_t>(start) + k;
-      p = p < 0 ? 0 : (p >= n_pad ? n_pad - 1 : p);
-      a = row[p];
-      if (write_items) row[p] = item;  // p is final (jp == p: the deferred write stores it again)
-    }
-    a_out[b] = a;  // deferred to the next block
   }
   for (int64_t b = 0; b < batch; ++b) {  // every entry -1 again, for the next group
     if (slot[b] >= 0 && slot[b] < rows) first[slot[b]] = -1;
@@ -90,7 +161,7 @@ void Block(T* perm, const int32_t* slot, const int32_t* j, const T* a_in, const 
 template <typename T>
 void Run(ffi::AnyBuffer perm_in, ffi::AnyBuffer slot, ffi::AnyBuffer j, ffi::AnyBuffer a,
          ffi::AnyBuffer order, ffi::AnyBuffer start, ffi::AnyBuffer done, bool write_items,
-         ffi::Result<ffi::AnyBuffer> perm_out,
+         ffi::ThreadPool* pool, ffi::Result<ffi::AnyBuffer> perm_out,
          ffi::Result<ffi::AnyBuffer> items, ffi::Result<ffi::AnyBuffer> a_out) {
   auto dims = perm_in.dimensions();
   const int64_t rank = dims.size();
@@ -105,6 +176,7 @@ void Run(ffi::AnyBuffer perm_in, ffi::AnyBuffer slot, ffi::AnyBuffer j, ffi::Any
     std::copy(src, src + groups * rows * n_pad, perm);
   }
   std::vector<int64_t> first(rows, -1);
+  const int64_t threads = std::max<int64_t>(1, pool->num_threads());
   for (int64_t g = 0; g < groups; ++g) {
     Block<T>(perm + g * rows * n_pad, static_cast<const int32_t*>(slot.untyped_data()) + g * batch,
              static_cast<const int32_t*>(j.untyped_data()) + g * batch,
@@ -114,14 +186,15 @@ void Run(ffi::AnyBuffer perm_in, ffi::AnyBuffer slot, ffi::AnyBuffer j, ffi::Any
              static_cast<const bool*>(done.untyped_data()) + g * batch,
              static_cast<int32_t*>(items->untyped_data()) + g * batch * width,
              static_cast<T*>(a_out->untyped_data()) + g * batch, rows, n_pad, batch, width,
-             write_items, first);
+             write_items, first, pool, threads);
   }
 }
 
 ffi::Error FisherYatesImpl(ffi::AnyBuffer perm_in, ffi::AnyBuffer slot, ffi::AnyBuffer j,
                            ffi::AnyBuffer a,
                            ffi::AnyBuffer order, ffi::AnyBuffer start, ffi::AnyBuffer done,
-                           bool write_items, ffi::Result<ffi::AnyBuffer> perm_out,
+                           bool write_items, ffi::ThreadPool pool,
+                           ffi::Result<ffi::AnyBuffer> perm_out,
                            ffi::Result<ffi::AnyBuffer> items, ffi::Result<ffi::AnyBuffer> a_out) {
   const auto rank = perm_in.dimensions().size();
   if (rank < 2 || slot.element_type() != ffi::DataType::S32 ||
@@ -135,10 +208,12 @@ ffi::Error FisherYatesImpl(ffi::AnyBuffer perm_in, ffi::AnyBuffer slot, ffi::Any
   }
   switch (perm_in.element_type()) {
     case ffi::DataType::S16:
-      Run<int16_t>(perm_in, slot, j, a, order, start, done, write_items, perm_out, items, a_out);
+      Run<int16_t>(perm_in, slot, j, a, order, start, done, write_items, &pool, perm_out, items,
+                   a_out);
       return ffi::Error::Success();
     case ffi::DataType::S32:
-      Run<int32_t>(perm_in, slot, j, a, order, start, done, write_items, perm_out, items, a_out);
+      Run<int32_t>(perm_in, slot, j, a, order, start, done, write_items, &pool, perm_out, items,
+                   a_out);
       return ffi::Error::Success();
     default:
       return ffi::Error::InvalidArgument("svtjax_fisher_yates: perm must be int16 or int32");
@@ -157,6 +232,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(SvtjaxFisherYates, FisherYatesImpl,
                                   .Arg<ffi::AnyBuffer>()
                                   .Arg<ffi::AnyBuffer>()
                                   .Attr<bool>("write_items")
+                                  .Ctx<ffi::ThreadPool>()
                                   .Ret<ffi::AnyBuffer>()
                                   .Ret<ffi::AnyBuffer>()
                                   .Ret<ffi::AnyBuffer>());
