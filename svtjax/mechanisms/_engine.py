@@ -260,7 +260,12 @@ def fast_block_order(kd: Array, b: Array, n: int, drawn: int = BLOCK) -> Array:
         high, again = attempt(_rng.fold_in(bkd, r.astype(jnp.uint32)))
         return r + 1, jnp.where(rejected, high, value), rejected & again
 
-    value, rejected = _once(lambda: attempt(bkd), b[0])  # the hash once, for both outputs
+    def packed(key_data):  # one array: XLA fuses the hash into each output it feeds
+        high, rejected = attempt(key_data)  # high < span <= 2**31 - 1: bit 31 is free
+        return high | (rejected.astype(jnp.uint32) << 31)
+
+    first = _once(lambda: packed(bkd), b[0])  # the hash once, for both outputs
+    value, rejected = first & jnp.uint32(2**31 - 1), (first >> 31) == 1
     _, value, _ = lax.while_loop(lambda c: jnp.any(c[2]), redraw, (jnp.int32(1), value, rejected))
     j = pos + value.astype(jnp.int32)
     return jnp.where(pos < n, j, pos)
