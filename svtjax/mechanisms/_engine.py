@@ -260,7 +260,7 @@ def fast_block_order(kd: Array, b: Array, n: int, drawn: int = BLOCK) -> Array:
         high, again = attempt(_rng.fold_in(bkd, r.astype(jnp.uint32)))
         return r + 1, jnp.where(rejected, high, value), rejected & again
 
-    def packed(key_data):  # one array: XLA fuses the hash into each output it feeds
+    def packed(key_data):  # one output: with two, XLA's CPU fusion hashed in each one's fusion
         high, rejected = attempt(key_data)  # high < span <= 2**31 - 1: bit 31 is free
         return high | (rejected.astype(jnp.uint32) << 31)
 
