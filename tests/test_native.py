@@ -54,7 +54,7 @@ def test_block_equals_pure_block(monkeypatch, n_pad, batch, width):
     permutation (dropped on write, read as 0). The positions not yet visited agree; with
     ``write_items`` the compiled block's visited positions hold the items drawn there (the pure
     block leaves them stale: neither block reads them again). The batch of 1,100 rows is split
-    among threads (at least 2^14 positions a task), before and after the compaction."""
+    among threads (at least 2^12 positions a task), before and after the compaction."""
     rng = np.random.default_rng(n_pad)
     native = _engine._shuffle_init(batch, n_pad)
     with monkeypatch.context() as m:
