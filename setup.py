@@ -1,10 +1,11 @@
-"""Builds svtjax's one optional compiled kernel: the lazy Fisher–Yates block as an XLA FFI
-handler for the CPU (``svtjax/_native/fisher_yates.cc``). Everything else is in pyproject.toml.
+"""Builds svtjax's optional compiled kernels, XLA FFI handlers for the CPU
+(``svtjax/_native/kernels.cc``: the lazy Fisher–Yates block and the first ⊤ of Outcome rows).
+Everything else is in pyproject.toml.
 
-The kernel is compiled against the FFI headers of the jaxlib in the build environment and
+The extension is compiled against the FFI headers of the jaxlib in the build environment and
 records that jaxlib's version; at run time svtjax uses it only under the same jaxlib, and falls
-back to the pure-JAX block (bit-identical) when it is missing, when the versions differ, or with
-``SVTJAX_NATIVE=0``. A machine without a C++ compiler still installs svtjax (the extension is
+back to the pure-JAX functions (bit-identical) when it is missing, when the versions differ, or
+with ``SVTJAX_NATIVE=0``. A machine without a C++ compiler still installs svtjax (the extension is
 optional)."""
 
 import os
@@ -22,7 +23,7 @@ def _extensions():
     if not os.path.exists(os.path.join(include, "xla", "ffi", "api", "ffi.h")):
         return []
     return [Extension(
-        "svtjax._native._fisher_yates", ["svtjax/_native/fisher_yates.cc"],
+        "svtjax._native._kernels", ["svtjax/_native/kernels.cc"],
         include_dirs=[include], language="c++", optional=True,
         define_macros=[("SVTJAX_JAXLIB_VERSION", f'"{jaxlib.version.__version__}"')],
         extra_compile_args=["-std=c++17", "-O3", "-w"])]

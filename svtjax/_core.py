@@ -287,6 +287,29 @@ def _row_block(x: Array, b, width: int) -> tuple[Array, Array]:
 @functools.partial(jax.jit, static_argnums=(3, 4, 5))
 def _first_tops(answers: Array, items, limit, k: int, n: int, to_halt: bool
                 ) -> tuple[Array, Array, Array]:
+    """:func:`_first_tops_blocks`, through svtjax's compiled CPU loop (:mod:`svtjax._native`,
+    the same results) where it runs: int8 answers, int16 or int32 items (or none)."""
+    from svtjax import _native
+
+    target = _native.first_tops_target()
+    native = (target is not None and answers.dtype == jnp.int8 and answers.shape[1] > 0
+              and (items is None or items.dtype in (jnp.int16, jnp.int32)))
+    if not native:
+        return _first_tops_blocks(answers, items, limit, k, n, to_halt)
+    rows, length = answers.shape
+    limit = jnp.asarray(limit, jnp.int32)
+    return jax.ffi.ffi_call(
+        target,
+        (jax.ShapeDtypeStruct((rows, k), jnp.int32), jax.ShapeDtypeStruct((rows,), jnp.int32),
+         jax.ShapeDtypeStruct((rows,), jnp.int32)),
+        vmap_method="broadcast_all",
+    )(answers, answers if items is None else items, limit, k=np.int64(k), n=np.int64(n),
+      width=np.int64(min(_SELECT_BLOCK, length)), to_halt=np.bool_(to_halt),
+      has_items=np.bool_(items is not None))
+
+
+def _first_tops_blocks(answers: Array, items, limit, k: int, n: int, to_halt: bool
+                       ) -> tuple[Array, Array, Array]:
     """The first ⊤ of every row of a 2-D batch [R, L], read block by block only as far as needed.
 
     SVT outcomes are mostly -1 past the halting point, so for a top-c run this touches the first

@@ -1,4 +1,5 @@
-"""The compiled Fisher–Yates block (svtjax._native) gives exactly the pure-JAX block's results.
+"""The compiled kernels (svtjax._native) give exactly the pure-JAX functions' results: the
+Fisher–Yates block, and the first ⊤ of Outcome rows (``svtjax.selected``, the shuffled metrics).
 
 Every shuffled case of ``tests/test_bit_identity.py`` also runs through it (it is the default on
 the CPU); here it is compared with the pure-JAX block directly, block by block on hand-made
@@ -35,6 +36,7 @@ def test_built_where_a_compiler_is():
 def test_off_switch(monkeypatch):
     monkeypatch.setenv("SVTJAX_NATIVE", "0")
     assert _native.fisher_yates_target() is None
+    assert _native.first_tops_target() is None
     assert _native.status() == "off (SVTJAX_NATIVE=0)"
 
 
@@ -196,3 +198,75 @@ def test_vmapped_points_equal_pure():
             one = _run(mech, q, np.full(300, 900.0), keys)
         np.testing.assert_array_equal(both.answers[i], one.answers)
         np.testing.assert_array_equal(both.items[i], one.items)
+
+
+# -- first tops ------------------------------------------------------------------------------
+
+def _answers(rng, rows: int, length: int) -> np.ndarray:
+    """Random answers: most rows a halting prefix (⊤/⊥, then -1), the others -1 anywhere (as a
+    retraversal's later passes leave them)."""
+    ans = rng.choice([-1, 0, 1], size=(rows, length), p=[0.2, 0.65, 0.15]).astype(np.int8)
+    for r in range(rows):
+        if rng.random() < 0.7:
+            h = int(rng.integers(0, length + 1))
+            ans[r, :h] = np.maximum(ans[r, :h], 0)
+            ans[r, h:] = -1
+    return ans
+
+
+@needs_native
+@pytest.mark.parametrize("items", [None, np.int16, np.int32], ids=["position", "int16", "int32"])
+def test_first_tops_equal_the_pure_blocks(items):
+    """The compiled loop equals ``_first_tops_blocks`` (picks, counts and evaluated positions,
+    which count whole blocks of 256) on random batches: a stream shorter than a block, streams
+    with an overlapping last block, 4,300 rows (split among threads); limits (traced) below 1,
+    below k, at k and above it; reading to the halt and to the limit-th ⊤."""
+    from svtjax import _core
+
+    pure = jax.jit(_core._first_tops_blocks, static_argnums=(3, 4, 5))
+    rng = np.random.default_rng(11)
+    k = 5
+    for rows, length, n in ((9, 100, 37), (8, 257, 257), (4300, 300, 1000)):
+        ans = jnp.asarray(_answers(rng, rows, length))
+        its = None if items is None else \
+            jnp.asarray(rng.integers(-3, 30000, (rows, length)).astype(items))
+        for limit in (0, 2, 5, 9):
+            for to_halt in (False, True):
+                args = (ans, its, jnp.int32(limit), k, n, to_halt)
+                got, want = _core._first_tops(*args), pure(*args)
+                for name, g, w in zip(("picks", "count", "evaluated"), got, want):
+                    np.testing.assert_array_equal(
+                        g, w, err_msg=f"{name}: rows={rows} L={length} limit={limit} "
+                        f"to_halt={to_halt}")
+
+
+@needs_native
+def test_first_tops_vmapped_with_a_limit_per_point():
+    """Under ``vmap`` (a sweep's stacked points, each with its own c) the compiled loop gets
+    the points' limits and equals the pure loop."""
+    from svtjax import _core
+
+    rng = np.random.default_rng(12)
+    ans = jnp.asarray(np.stack([_answers(rng, 11, 300) for _ in range(3)]))
+    limits = jnp.asarray([1, 5, 40], jnp.int32)
+
+    def run(fn):
+        return jax.vmap(lambda a, c: fn(a, None, c, 50, 300, True))(ans, limits)
+
+    for g, w in zip(run(_core._first_tops), run(_core._first_tops_blocks)):
+        np.testing.assert_array_equal(g, w)
+
+
+@needs_native
+def test_selected_uses_the_compiled_loop():
+    """``svtjax.selected`` on a shuffled Outcome runs the compiled loop (an ffi_call in its
+    program) and gives the pure loop's picks."""
+    from svtjax import _core
+
+    mech = svtjax.get("svt-s", epsilon=1.0, c=3, monotonic=True)
+    out = svtjax.simulate(mech, np.arange(40.0), 30.0, trials=50, seed=3, shuffle=True)
+    answers, items, _ = _core._rows_of(out)
+    text = _core._first_tops.lower(answers, items, jnp.int32(3), 3, 40, False).as_text()
+    assert "svtjax_first_tops" in text
+    want, _, _ = _core._first_tops_blocks(answers, items, jnp.int32(3), 3, 40, False)
+    np.testing.assert_array_equal(svtjax.selected(out, 3), want)

@@ -1,19 +1,26 @@
-"""svtjax's optional compiled kernel: one block of the lazy Fisher–Yates shuffle on the CPU.
+"""svtjax's optional compiled kernels (``kernels.cc``), XLA FFI handlers for the CPU.
 
-XLA's CPU backend runs the engine's swap loop (:func:`svtjax.mechanisms._engine.fisher_yates_block`)
-as a while loop of about six small kernels per position, whose dispatch costs more than the
-swaps (``benchmarks/profile_thunks.py``); ``fisher_yates.cc`` does a whole block in one XLA FFI
-call, the same swaps in the same order, so every result is bit-identical. It is built when
-svtjax is installed (``setup.py``) and used only
+XLA's CPU backend runs some of svtjax's loops as many small kernels per step, whose dispatch
+costs more than the work (``benchmarks/profile_thunks.py``). Two of them have a compiled
+handler that does the whole loop in one call and computes exactly what the pure-JAX function
+computes, so every result is bit-identical:
+
+* the engine's lazy Fisher–Yates block (:func:`svtjax.mechanisms._engine.fisher_yates_block`),
+  target :data:`FISHER_YATES_TARGET`;
+* the first ⊤ of every row of an Outcome batch (:func:`svtjax._core._first_tops_blocks`, behind
+  :func:`svtjax.selected` and the metrics of shuffled Outcomes), target
+  :data:`FIRST_TOPS_TARGET`.
+
+The extension is built when svtjax is installed (``setup.py``) and used only
 
 * on the CPU backend,
-* when the extension was built against the jaxlib that runs it (the FFI's binary interface is
-  versioned with jaxlib),
-* unless the environment variable ``SVTJAX_NATIVE`` is ``0`` (the pure-JAX block then runs
+* when it was built against the jaxlib that runs it (the FFI's binary interface is versioned
+  with jaxlib),
+* unless the environment variable ``SVTJAX_NATIVE`` is ``0`` (the pure-JAX functions then run
   everywhere, e.g. to compare the two).
 
-Nothing happens on import: the handler is registered with XLA the first time a shuffled run is
-traced for the CPU.
+Nothing happens on import: the handlers are registered with XLA the first time a program that
+uses one is traced for the CPU.
 """
 
 from __future__ import annotations
@@ -22,31 +29,33 @@ import functools
 import os
 from typing import Optional
 
-__all__ = ["FISHER_YATES_TARGET", "fisher_yates_target", "status"]
+__all__ = ["FISHER_YATES_TARGET", "FIRST_TOPS_TARGET", "fisher_yates_target",
+           "first_tops_target", "status"]
 
 FISHER_YATES_TARGET = "svtjax_fisher_yates"
+FIRST_TOPS_TARGET = "svtjax_first_tops"
 
 
 def _module():
     try:
-        from svtjax._native import _fisher_yates
+        from svtjax._native import _kernels
     except ImportError:
         return None
-    return _fisher_yates
+    return _kernels
 
 
 def status() -> str:
-    """Why the compiled block is used or not, in one line (recorded by the benchmarks)."""
+    """Why the compiled kernels are used or not, in one line (recorded by the benchmarks)."""
     if os.environ.get("SVTJAX_NATIVE", "1") == "0":
         return "off (SVTJAX_NATIVE=0)"
     module = _module()
     if module is None:
-        return "not built (the pure-JAX block runs)"
+        return "not built (the pure-JAX functions run)"
     import jaxlib.version
 
     if module.jaxlib_version != jaxlib.version.__version__:
         return (f"built for jaxlib {module.jaxlib_version}, running jaxlib "
-                f"{jaxlib.version.__version__} (the pure-JAX block runs)")
+                f"{jaxlib.version.__version__} (the pure-JAX functions run)")
     return f"on (jaxlib {module.jaxlib_version})"
 
 
@@ -57,17 +66,28 @@ def _registered() -> bool:
         return False
     import jax
 
-    jax.ffi.register_ffi_target(FISHER_YATES_TARGET, module.handler(), platform="cpu")
+    jax.ffi.register_ffi_target(FISHER_YATES_TARGET, module.fisher_yates(), platform="cpu")
+    jax.ffi.register_ffi_target(FIRST_TOPS_TARGET, module.first_tops(), platform="cpu")
     return True
 
 
-def fisher_yates_target() -> Optional[str]:
-    """The FFI target of the compiled block when it can run here (CPU backend, built for this
-    jaxlib, not switched off), registering it on first use; otherwise None."""
+def _target(name: str) -> Optional[str]:
     if os.environ.get("SVTJAX_NATIVE", "1") == "0":
         return None
     import jax
 
     if jax.default_backend() != "cpu" or not _registered():
         return None
-    return FISHER_YATES_TARGET
+    return name
+
+
+def fisher_yates_target() -> Optional[str]:
+    """The FFI target of the compiled Fisher–Yates block when it can run here (CPU backend,
+    built for this jaxlib, not switched off), registering it on first use; otherwise None."""
+    return _target(FISHER_YATES_TARGET)
+
+
+def first_tops_target() -> Optional[str]:
+    """The FFI target of the compiled first-tops loop when it can run here (as
+    :func:`fisher_yates_target`); otherwise None."""
+    return _target(FIRST_TOPS_TARGET)

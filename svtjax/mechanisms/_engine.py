@@ -346,8 +346,8 @@ def fisher_yates_block(fy: _Shuffle, order: Array, start, done: Optional[Array] 
     ``done`` (bool[batch], optional): trials that have halted, whose items are never read
     again; the compiled block skips them (their items come back 0), the pure-JAX block, whose
     swaps are vectorised over the batch, ignores it. ``write_items`` (static; compiled block
-    only): also set each visited position to its item (see ``fisher_yates.cc``), for partners
-    that never point before their position.
+    only): also set each visited position to its item (see ``svtjax/_native/kernels.cc``),
+    for partners that never point before their position.
 
     Step p swaps perm[p] and perm[j_p]; position p is never touched again, so only the write to
     perm[j_p] matters. That write is deferred to the next step: a scatter whose update does not
