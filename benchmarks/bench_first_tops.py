@@ -14,6 +14,7 @@ both give the same picks, counts and evaluated positions, and writes one JSON re
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 from pathlib import Path
@@ -53,14 +54,8 @@ def measure(sizes, rounds: int, log=print) -> list[dict]:
 
             same = bool(all(np.array_equal(a, b) for a, b in zip(run("native"), run("pure"))))
 
-            def timer(way):
-                def fn(repeats):
-                    times, _, _ = timing.timed(lambda: run(way), repeats, number=1)
-                    return {"times_s": times}
-                return fn
-
-            timed = timing.interleaved({w: timer(w) for w in ways}, rounds)
-            med = {w: float(np.median(r["times_s"])) for w, r in timed.items()}
+            timed, med = timing.interleaved_calls({w: functools.partial(run, w) for w in ways},
+                                                  rounds)
             row = {"n": n, "trials": trials, "mode": mode, "same_numbers": same,
                    "timings": timed, "median_s": med,
                    "pure_over_native": med["pure"] / med["native"]}

@@ -16,6 +16,7 @@ record::
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 from pathlib import Path
@@ -73,15 +74,8 @@ def measure(sizes, rounds: int, log=print) -> list[dict]:
         same = bool(all(np.array_equal(a, b) for a, b in zip(
             jax.tree_util.tree_leaves(run("native")), jax.tree_util.tree_leaves(run("pure")))))
 
-        def timer(way):
-            def fn(repeats):
-                times, _, _ = timing.timed(lambda: run(way), repeats, number=1)
-                return {"times_s": times}
-            return fn
-
-        timed = timing.interleaved({w: timer(w) for w in ("native", "pure", "no_swaps")},
-                                   rounds)
-        med = {w: float(np.median(r["times_s"])) for w, r in timed.items()}
+        timed, med = timing.interleaved_calls(
+            {w: functools.partial(run, w) for w in ("native", "pure", "no_swaps")}, rounds)
         row = {"n": n, "trials": trials, "same_numbers": same, "timings": timed,
                "median_s": med, "pure_over_native": med["pure"] / med["native"]}
         log(f"n={n} trials={trials}: native {1e3 * med['native']:.1f} ms, pure "

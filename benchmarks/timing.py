@@ -92,3 +92,18 @@ def interleaved(fns: dict, rounds: int, warmup: int = 1) -> dict:
         if "first_call_s" in row:
             row["compile_s"] = max(row["first_call_s"] - row["median_s"], 0.0)
     return rows
+
+
+def interleaved_calls(calls: dict, rounds: int) -> tuple[dict, dict]:
+    """:func:`interleaved` for plain warm calls (``name -> fn()``, one call per sample).
+
+    Returns:
+      (the rows of :func:`interleaved`, name -> median seconds).
+    """
+    def sampler(fn):
+        def sample(repeats):
+            return {"times_s": timed(fn, repeats, number=1)[0]}
+        return sample
+
+    rows = interleaved({name: sampler(fn) for name, fn in calls.items()}, rounds)
+    return rows, {name: median(row["times_s"]) for name, row in rows.items()}
