@@ -13,18 +13,14 @@ both give the same picks, counts and evaluated positions, and writes one JSON re
 
 from __future__ import annotations
 
-import argparse
 import functools
 import sys
-import time
 from pathlib import Path
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import machine, timing, workload  # noqa: E402
-
-HERE = Path(__file__).resolve().parent
 
 
 def measure(sizes, rounds: int, log=print) -> list[dict]:
@@ -67,17 +63,8 @@ def measure(sizes, rounds: int, log=print) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    workload.add_sizes_option(p)
-    p.add_argument("--rounds", type=int, default=9)
-    p.add_argument("--out", type=Path, default=HERE / "results")
-    args = p.parse_args(argv)
-    machine.tune_allocator()
-    t0 = time.perf_counter()
-    rows = measure(args.sizes, args.rounds)
-    machine.write_record("first_tops", "first-tops", args.out, rows=rows,
-                         wall_s=time.perf_counter() - t0)
-    return 0
+    return machine.sizes_rounds_main(argv, __doc__.splitlines()[0], measure, "first_tops",
+                                     "first-tops", rounds=9)
 
 
 if __name__ == "__main__":

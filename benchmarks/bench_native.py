@@ -15,18 +15,14 @@ record::
 
 from __future__ import annotations
 
-import argparse
 import functools
 import sys
-import time
 from pathlib import Path
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import machine, timing, workload  # noqa: E402
-
-HERE = Path(__file__).resolve().parent
 
 
 def _count_native(outcome):
@@ -86,17 +82,8 @@ def measure(sizes, rounds: int, log=print) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    workload.add_sizes_option(p)
-    p.add_argument("--rounds", type=int, default=7)
-    p.add_argument("--out", type=Path, default=HERE / "results")
-    args = p.parse_args(argv)
-    machine.tune_allocator()
-    t0 = time.perf_counter()
-    rows = measure(args.sizes, args.rounds)
-    machine.write_record("native", "native", args.out, rows=rows,
-                         wall_s=time.perf_counter() - t0)
-    return 0
+    return machine.sizes_rounds_main(argv, __doc__.splitlines()[0], measure, "native", "native",
+                                     rounds=7)
 
 
 if __name__ == "__main__":

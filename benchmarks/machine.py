@@ -237,3 +237,21 @@ def record_main(doc: str, benchmark: str, prefix: str, fields, argv=None) -> int
     args = p.parse_args(argv)
     write_record(benchmark, prefix, args.out, **fields())
     return 0
+
+
+def sizes_rounds_main(argv, description: str, measure, benchmark: str, prefix: str,
+                      rounds: int) -> int:
+    """The command line of a benchmark that takes ``--sizes``, ``--rounds`` and ``--out`` and
+    writes the rows of ``measure(sizes, rounds)`` as one record (:func:`write_record`)."""
+    from benchmarks import workload
+
+    p = argparse.ArgumentParser(description=description)
+    workload.add_sizes_option(p)
+    p.add_argument("--rounds", type=int, default=rounds)
+    p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
+    args = p.parse_args(argv)
+    tune_allocator()
+    t0 = time.perf_counter()
+    rows = measure(args.sizes, args.rounds)
+    write_record(benchmark, prefix, args.out, rows=rows, wall_s=time.perf_counter() - t0)
+    return 0
