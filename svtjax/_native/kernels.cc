@@ -252,10 +252,6 @@ ffi::Error FisherYatesImpl(ffi::AnyBuffer perm_in, ffi::AnyBuffer slot, ffi::Any
 //   answers int8[G, R, L]; items int16/int32[G, R, L] (read only with has_items); limit int32[G]
 // Results: picks int32[G, R, k], count int32[G, R], evaluated int32[G, R].
 
-// Reads positions [lo, hi) of one row: counts the ⊤ (into count, recording the item of each
-// while count < wanted) and the answers >= 0 (into evaluated); with to_halt only up to the first
-// -1, returning true when there is one. 16 positions at a time where SSE2 is available (the
-// answers are bytes: one compare and one movemask give a mask of each kind).
 // Set bits of a 16-bit mask (a table: the portable x86-64 baseline has no popcount
 // instruction, and __builtin_popcount would be a library call).
 inline int Count16(uint32_t mask) {
@@ -267,6 +263,10 @@ inline int Count16(uint32_t mask) {
   return kTable[mask & 0xFF] + kTable[(mask >> 8) & 0xFF];
 }
 
+// Reads positions [lo, hi) of one row: counts the ⊤ (into count, recording the item of each
+// while count < wanted) and the answers >= 0 (into evaluated); with to_halt only up to the first
+// -1, returning true when there is one. 16 positions at a time where SSE2 is available (the
+// answers are bytes: one compare and one movemask give a mask of each kind).
 template <typename I>
 bool ReadRange(const int8_t* row, const I* items, int64_t lo, int64_t hi, int64_t n,
                int64_t wanted, bool to_halt, int32_t* out, int64_t& count, int64_t& evaluated) {
