@@ -2,6 +2,7 @@
 
 import importlib
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -175,3 +176,35 @@ def test_items_stored_only_where_evaluated():
     for name, value in svtjax.metrics.evaluate_outcome(full, scores, 2).items():
         np.testing.assert_array_equal(m[name], value, err_msg=name)
     np.testing.assert_array_equal(m["picks"], [2, 1])
+
+
+def test_host_inputs_reach_the_device_without_compiling():
+    """A mechanism's inputs given as host arrays are converted in numpy and put on the device
+    (no small program compiled per input shape), with the dtypes jnp.asarray gives them: integer
+    queries as the default float, per-query or scalar thresholds in the queries' dtype."""
+    from jax._src import monitoring
+
+    compiled = []
+
+    def listen(event, duration, **_):
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiled.append(event)
+
+    prepare = svtjax.mechanisms.base.Mechanism._prepare
+    cases = [(np.arange(13, dtype=np.int64), 2), (np.linspace(0, 1, 17, dtype=np.float32), 0.25),
+             (np.linspace(0, 1, 19), np.arange(19) % 3), ([1.0, 2.0, 3.5], [0.5, 1.0, 9.0])]
+    for queries, thresholds in cases:
+        monitoring.register_event_duration_secs_listener(listen)
+        try:
+            q, t = prepare(queries, thresholds)
+        finally:
+            monitoring.unregister_event_duration_listener(listen)
+        assert compiled == [], (queries, compiled)
+        assert isinstance(q, jax.Array) and isinstance(t, jax.Array)
+        want = jnp.asarray(queries)
+        if not jnp.issubdtype(want.dtype, jnp.floating):
+            want = want.astype(jnp.float64)
+        assert q.dtype == want.dtype and t.dtype == want.dtype and t.shape == q.shape
+        np.testing.assert_array_equal(q, want)
+        np.testing.assert_array_equal(
+            t, np.broadcast_to(np.asarray(thresholds, want.dtype), q.shape))

@@ -196,6 +196,15 @@ class Mechanism:
         if is_concrete((queries, thresholds)):
             q = _validate.finite_vector("queries", queries)
             t = _validate.thresholds_like("thresholds", thresholds, q.shape[0])
+            if not isinstance(queries, jax.Array) and not isinstance(thresholds, jax.Array):
+                # Host inputs: converted in numpy and put on the device as they are (jnp.asarray
+                # and jnp.broadcast_to of a host array each compile a small program per shape).
+                if not np.issubdtype(q.dtype, np.floating):
+                    q = q.astype(float)
+                dtype = jax.dtypes.canonicalize_dtype(q.dtype)
+                q = np.asarray(q, dtype)
+                t = np.ascontiguousarray(np.broadcast_to(np.asarray(t, dtype), q.shape))
+                return jax.device_put(q), jax.device_put(t)
         q = jnp.asarray(queries)
         if not jnp.issubdtype(q.dtype, jnp.floating):
             q = q.astype(jnp.zeros((), float).dtype)
