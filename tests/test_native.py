@@ -94,20 +94,6 @@ def test_block_equals_pure_block(monkeypatch, n_pad, batch, width):
 
 
 @needs_native
-@pytest.mark.parametrize("batch,n_pad", [(3, 40_000), (1100, 256), (1, 5)])
-def test_identity_rows_start_the_compiled_blocks(batch, n_pad):
-    """The compiled layout's start state is written by one compiled call (no XLA broadcast in
-    the program) and is the identity in every row, in the permutation's dtype (int32 from 2^15
-    positions; 1,100 x 256 entries are split among threads)."""
-    init = jax.jit(lambda: _engine._shuffle_init(batch, n_pad))
-    assert _native.IDENTITY_ROWS_TARGET in init.lower().as_text()
-    state = init()
-    assert state.perm.dtype == _engine.perm_dtype(n_pad) and state.perm.shape == (batch, n_pad)
-    np.testing.assert_array_equal(state.perm, np.broadcast_to(np.arange(n_pad), (batch, n_pad)))
-    np.testing.assert_array_equal(state.slot, np.arange(batch))
-
-
-@needs_native
 @pytest.mark.parametrize("batch", [6, 1200])
 def test_halted_trials_are_skipped(batch):
     """The compiled block skips the trials marked done (items 0; permutation row and pending

@@ -9,10 +9,7 @@ computes, so every result is bit-identical:
   target :data:`FISHER_YATES_TARGET`;
 * the first ⊤ of every row of an Outcome batch (:func:`svtjax._core._first_tops_blocks`, behind
   :func:`svtjax.selected` and the metrics of shuffled Outcomes), target
-  :data:`FIRST_TOPS_TARGET`;
-* the identity permutations the compiled Fisher–Yates blocks start from
-  (:func:`svtjax.mechanisms._engine._shuffle_init`), target :data:`IDENTITY_ROWS_TARGET`,
-  used wherever the Fisher–Yates block is.
+  :data:`FIRST_TOPS_TARGET`.
 
 The extension is built when svtjax is installed (``setup.py``) and used only
 
@@ -32,12 +29,11 @@ import functools
 import os
 from typing import Optional
 
-__all__ = ["FISHER_YATES_TARGET", "FIRST_TOPS_TARGET", "IDENTITY_ROWS_TARGET",
-           "fisher_yates_target", "first_tops_target", "status"]
+__all__ = ["FISHER_YATES_TARGET", "FIRST_TOPS_TARGET", "fisher_yates_target",
+           "first_tops_target", "status"]
 
 FISHER_YATES_TARGET = "svtjax_fisher_yates"
 FIRST_TOPS_TARGET = "svtjax_first_tops"
-IDENTITY_ROWS_TARGET = "svtjax_identity_rows"
 
 
 def _module():
@@ -72,7 +68,6 @@ def _registered() -> bool:
 
     jax.ffi.register_ffi_target(FISHER_YATES_TARGET, module.fisher_yates(), platform="cpu")
     jax.ffi.register_ffi_target(FIRST_TOPS_TARGET, module.first_tops(), platform="cpu")
-    jax.ffi.register_ffi_target(IDENTITY_ROWS_TARGET, module.identity_rows(), platform="cpu")
     return True
 
 

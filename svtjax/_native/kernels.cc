@@ -7,8 +7,6 @@
 // 2. svtjax_first_tops: the first ⊤ of every row of an Outcome batch, read block by block only
 //    as far as needed (svtjax._core._first_tops_blocks: svtjax.selected and the metrics of
 //    shuffled Outcomes).
-// 3. svtjax_identity_rows: the identity permutations the Fisher-Yates blocks start from
-//    (svtjax.mechanisms._engine._shuffle_init), written once.
 //
 // ---------------------------------------------------------------------------------------------
 // 1. Fisher-Yates block.
@@ -405,55 +403,6 @@ ffi::Error FirstTopsImpl(ffi::AnyBuffer answers, ffi::AnyBuffer items, ffi::AnyB
 
 }  // namespace
 
-// ---------------------------------------------------------------------------------------------
-// 3. Identity rows.
-//
-// Every row of the result int16/int32[..., rows, n_pad] is 0, 1, ..., n_pad - 1: the state the
-// Fisher-Yates blocks start from. As an XLA broadcast of an iota, that state took three passes
-// over the permutations (the iota of the whole shape, its broadcast, and a copy into the
-// buffer the first block aliases: ~2.8 ms of an ~19 ms run at 1,000 rows x 10,048 in
-// benchmarks/profile_thunks.py); here it is one pass into a buffer that XLA allocates for the
-// call and the loop then owns, split among the intra-op threads by rows from 2^16 entries on.
-
-template <typename T>
-void IdentityRows(T* out, int64_t rows, int64_t n_pad, ffi::ThreadPool* pool) {
-  const int64_t threads = std::max<int64_t>(1, pool->num_threads());
-  const int64_t tasks = std::max<int64_t>(
-      1, std::min<int64_t>({threads * 4, rows, rows * n_pad / (1 << 16)}));
-  auto fill = [&](int64_t t) {
-    for (int64_t r = rows * t / tasks; r < rows * (t + 1) / tasks; ++r) {
-      T* row = out + r * n_pad;
-      for (int64_t i = 0; i < n_pad; ++i) row[i] = static_cast<T>(i);
-    }
-  };
-  if (tasks == 1) {
-    fill(0);
-  } else {
-    ParallelFor(pool, threads - 1, tasks, fill);
-  }
-}
-
-ffi::Error IdentityRowsImpl(ffi::ThreadPool pool, ffi::Result<ffi::AnyBuffer> out) {
-  auto dims = out->dimensions();
-  if (dims.size() < 1) {
-    return ffi::Error::InvalidArgument("svtjax_identity_rows: the result needs a rank >= 1");
-  }
-  const int64_t n_pad = dims[dims.size() - 1];
-  int64_t rows = 1;
-  for (size_t d = 0; d + 1 < dims.size(); ++d) rows *= dims[d];
-  switch (out->element_type()) {
-    case ffi::DataType::S16:
-      IdentityRows<int16_t>(static_cast<int16_t*>(out->untyped_data()), rows, n_pad, &pool);
-      return ffi::Error::Success();
-    case ffi::DataType::S32:
-      IdentityRows<int32_t>(static_cast<int32_t*>(out->untyped_data()), rows, n_pad, &pool);
-      return ffi::Error::Success();
-    default:
-      return ffi::Error::InvalidArgument("svtjax_identity_rows: int16 or int32 only");
-  }
-}
-
-
 XLA_FFI_DEFINE_HANDLER_SYMBOL(SvtjaxFisherYates, FisherYatesImpl,
                               ffi::Ffi::Bind()
                                   .Arg<ffi::AnyBuffer>()
@@ -484,9 +433,6 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(SvtjaxFirstTops, FirstTopsImpl,
                                   .Ret<ffi::AnyBuffer>()
                                   .Ret<ffi::AnyBuffer>());
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(SvtjaxIdentityRows, IdentityRowsImpl,
-                              ffi::Ffi::Bind().Ctx<ffi::ThreadPool>().Ret<ffi::AnyBuffer>());
-
 // The Python module: each function returns a handler as a capsule for
 // jax.ffi.register_ffi_target.
 static PyObject* FisherYatesHandler(PyObject*, PyObject*) {
@@ -497,17 +443,11 @@ static PyObject* FirstTopsHandler(PyObject*, PyObject*) {
   return PyCapsule_New(reinterpret_cast<void*>(SvtjaxFirstTops), nullptr, nullptr);
 }
 
-static PyObject* IdentityRowsHandler(PyObject*, PyObject*) {
-  return PyCapsule_New(reinterpret_cast<void*>(SvtjaxIdentityRows), nullptr, nullptr);
-}
-
 static PyMethodDef kMethods[] = {
     {"fisher_yates", FisherYatesHandler, METH_NOARGS,
      "The XLA FFI handler of one Fisher-Yates block (CPU)."},
     {"first_tops", FirstTopsHandler, METH_NOARGS,
      "The XLA FFI handler of the first tops of an Outcome batch (CPU)."},
-    {"identity_rows", IdentityRowsHandler, METH_NOARGS,
-     "The XLA FFI handler of the identity permutations (CPU)."},
     {nullptr, nullptr, 0, nullptr}};
 
 static PyModuleDef kModule = {PyModuleDef_HEAD_INIT, "_kernels", nullptr, -1, kMethods};

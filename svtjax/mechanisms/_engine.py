@@ -323,13 +323,7 @@ def _shuffle_init(batch: int, n_pad: int, native: Optional[bool] = None) -> _Shu
     if native is None:
         native = _native.fisher_yates_target() is not None
     if native:
-        if _native.fisher_yates_target() is not None:
-            # Written by one compiled call, into a buffer the loop then owns: an XLA broadcast
-            # of an iota took three passes over the permutations (svtjax/_native/kernels.cc).
-            perm = jax.ffi.ffi_call(_native.IDENTITY_ROWS_TARGET,
-                                    jax.ShapeDtypeStruct((batch, n_pad), dtype))()
-        else:  # the compiled layout without the compiled calls (tests of the layout)
-            perm = jnp.broadcast_to(jnp.arange(n_pad, dtype=dtype)[None, :], (batch, n_pad))
+        perm = jnp.broadcast_to(jnp.arange(n_pad, dtype=dtype)[None, :], (batch, n_pad))
         return _Shuffle(perm, jnp.zeros((batch,), jnp.int32), jnp.zeros((batch,), dtype),
                         jnp.arange(batch, dtype=jnp.int32))
     perm = jnp.broadcast_to(jnp.arange(n_pad, dtype=dtype)[:, None], (n_pad, batch))
