@@ -387,7 +387,10 @@ def _prepare(selected: ArrayLike, scores: ArrayLike, c: Any, *, needs_support: b
     host_scores = None
     if is_concrete(scores):
         host_scores = _validate.finite_vector("scores", scores)
-    scores = jnp.asarray(scores)
+    # Host arrays are put on the device as they are: jnp.asarray of a host array compiles a
+    # small program per shape.
+    scores = jnp.asarray(scores) if host_scores is None or isinstance(scores, jax.Array) else \
+        jax.device_put(host_scores)
     if scores.ndim != 1 or scores.shape[0] == 0:
         raise ValueError(f"scores must have shape (n,) with n >= 1; got {scores.shape}")
     n = scores.shape[0]
@@ -417,6 +420,8 @@ def _prepare(selected: ArrayLike, scores: ArrayLike, c: Any, *, needs_support: b
                              f"positive (scores are supports, >= 0); got {top!r} for c={int(c)}")
     if is_concrete(c):
         c = np.int32(c)  # one cache entry for Python ints, numpy and jax integers alike
+    if isinstance(selected, np.ndarray):
+        return jax.device_put(selected.astype(np.int32)), scores, c
     return jnp.asarray(selected).astype(jnp.int32), scores, c
 
 

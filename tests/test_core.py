@@ -190,16 +190,20 @@ def test_host_inputs_reach_the_device_without_compiling():
         if event == "/jax/core/compile/backend_compile_duration":
             compiled.append(event)
 
+    def compiles(fn, *args):
+        compiled.clear()
+        monitoring.register_event_duration_secs_listener(listen)
+        try:
+            return fn(*args), len(compiled)
+        finally:
+            monitoring.unregister_event_duration_listener(listen)
+
     prepare = svtjax.mechanisms.base.Mechanism._prepare
     cases = [(np.arange(13, dtype=np.int64), 2), (np.linspace(0, 1, 17, dtype=np.float32), 0.25),
              (np.linspace(0, 1, 19), np.arange(19) % 3), ([1.0, 2.0, 3.5], [0.5, 1.0, 9.0])]
     for queries, thresholds in cases:
-        monitoring.register_event_duration_secs_listener(listen)
-        try:
-            q, t = prepare(queries, thresholds)
-        finally:
-            monitoring.unregister_event_duration_listener(listen)
-        assert compiled == [], (queries, compiled)
+        (q, t), count = compiles(prepare, queries, thresholds)
+        assert count == 0, queries
         assert isinstance(q, jax.Array) and isinstance(t, jax.Array)
         want = jnp.asarray(queries)
         if not jnp.issubdtype(want.dtype, jnp.floating):
@@ -208,3 +212,9 @@ def test_host_inputs_reach_the_device_without_compiling():
         np.testing.assert_array_equal(q, want)
         np.testing.assert_array_equal(
             t, np.broadcast_to(np.asarray(thresholds, want.dtype), q.shape))
+    # A metric of host arrays compiles the metric alone (at most: it may be cached already).
+    selected = np.array([[0, 5, -1, 2, 7], [1, 2, 3, 4, 36], [-1, -1, -1, -1, -1]])
+    scores = np.arange(37.0)[::-1]
+    f1, count = compiles(svtjax.metrics.f1, selected, scores, 5)
+    assert count <= 1
+    np.testing.assert_allclose(f1, [4 / 9, 0.8, 0.0])  # 2 of 4 picks in the top 5; 4 of 5
