@@ -33,6 +33,7 @@ from scipy import integrate, optimize, stats
 
 import svtjax
 from svtjax.accounting import PureDP, Unproven
+from tests.laws import fast
 from tests.test_distribution import _answer_counts, chi_square, noncentrality
 from tests.test_distribution_retr import retraversal_vectors
 
@@ -95,6 +96,10 @@ def paper_laws(params):
 
 def brute_force_r(nu, rho, k, alpha):
     """Eq. 8-9 by quadrature for Γ and a bounded scalar search (no svtjax code)."""
+    hi = float(nu.ppf(0.999999) + rho.ppf(0.999999))
+    lo = float(rho.ppf(1e-6))
+    nu, rho = fast(nu), fast(rho)  # scipy's formulas without a frozen distribution's overhead
+
     def gamma(z):  # P(ν − ρ ≤ z)
         return integrate.quad(lambda y: rho.pdf(y) * nu.cdf(z + y), -np.inf, np.inf,
                               epsabs=1e-13, limit=200)[0]
@@ -102,14 +107,14 @@ def brute_force_r(nu, rho, k, alpha):
     def neg_log_p(r):
         return -(k * np.log(gamma(r + alpha)) + np.log(1 - gamma(r - alpha)))
 
-    hi = float(nu.ppf(0.999999) + rho.ppf(0.999999))
-    return float(optimize.minimize_scalar(neg_log_p, bounds=(float(rho.ppf(1e-6)), hi),
+    return float(optimize.minimize_scalar(neg_log_p, bounds=(lo, hi),
                                           method="bounded", options={"xatol": 1e-9}).x)
 
 
 def _integrate(patterns, q, t, rho, nu, r):
     """∫ f_ρ(z) Π P(a_p | z) dz for each row of ``patterns`` (positions with -1 skipped)."""
     top, bot = patterns == 1, patterns == 0
+    rho, nu = fast(rho), fast(nu)  # scipy's formulas without a frozen distribution's overhead
 
     def integrand(z):
         x = t + r + z - q
