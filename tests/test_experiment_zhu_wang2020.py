@@ -99,6 +99,12 @@ def test_expected_lengths_closed_form():
     # a huge mean is capped at L, not reported beyond it
     assert zw.expected_capped_length(stats.norm(scale=1.0), stats.norm(scale=2.0), 60.0,
                                      2 ** 15) == pytest.approx(2 ** 15, rel=1e-9)
+    # far beyond a float's range, in log space: for Laplace ρ (scale b < 1) and ν (scale 1),
+    # E[K] = 2 e^T E[e^ρ] = 2 e^T / (1 − b²) exactly, where scipy's Laplace log-density and
+    # log-tail underflow to −inf
+    for b, t in ((0.5, 1000.0), (0.25, 300.0)):
+        got = zw.log_expected_length(stats.laplace(scale=b), stats.laplace(scale=1.0), t)
+        assert got == pytest.approx(t + math.log(2 / (1 - b * b)), rel=1e-12)
 
 
 def test_fig2_analysis_finds_the_crossings():
