@@ -1,11 +1,12 @@
 """svtjax._malloc: ``import svtjax`` leaves the process's allocator alone; the tuning is the
 explicit ``svtjax.tune_allocator()`` (and an environment variable opts out of it)."""
 
-import os
 import subprocess
 import sys
 
 import pytest
+
+from tests.conftest import subprocess_env
 
 # Every mallopt call of the child process is recorded: ctypes.CDLL is wrapped before svtjax (and
 # jax) are imported, so no library can reach glibc's mallopt around the record.
@@ -41,7 +42,7 @@ print(json.dumps({"after_import": after_import, "calls": calls, "state": state})
 def _probe(mode: str, env_value=None) -> dict:
     import json
 
-    env = dict(os.environ)
+    env = subprocess_env()  # the tests' compilation cache: the child loads its one program
     env.pop("SVTJAX_MALLOC_TUNING", None)
     if env_value is not None:
         env["SVTJAX_MALLOC_TUNING"] = env_value
