@@ -4,7 +4,6 @@ and the per-trial random order."""
 import functools
 import importlib
 import math
-import os
 import subprocess
 import sys
 import textwrap
@@ -18,6 +17,7 @@ from scipy import stats
 
 import svtjax
 from tests.cases import CASES, build, case_ids
+from tests.conftest import subprocess_env
 
 simulate_module = importlib.import_module("svtjax.simulate")
 
@@ -100,8 +100,8 @@ _SHARDED = textwrap.dedent("""
 
 def test_sharded_over_four_cpu_devices_is_bit_identical(tmp_path):
     path = tmp_path / "sharded.npz"
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
-               JAX_PLATFORMS="cpu")
+    # the tests' compilation cache (keyed by XLA_FLAGS too): the child loads its programs
+    env = subprocess_env(XLA_FLAGS="--xla_force_host_platform_device_count=4")
     subprocess.run([sys.executable, "-c", f"OUT = {str(path)!r}\n" + _SHARDED], check=True,
                    env=env, timeout=600)
     got = np.load(path)
