@@ -71,8 +71,8 @@ def fast(frozen) -> Law:
     name = frozen.dist.name
     if name not in _STANDARD:
         raise ValueError(f"no fast law for scipy.stats.{name}")
-    loc, scale = frozen.dist._parse_args(*frozen.args, **frozen.kwds)[1:]
-    loc, scale = float(loc), float(scale)
+    given = dict(zip(("loc", "scale"), frozen.args), **frozen.kwds)  # no shape parameters
+    loc, scale = float(given.get("loc", 0.0)), float(given.get("scale", 1.0))
     standard = _STANDARD[name]
 
     def parts(x):
