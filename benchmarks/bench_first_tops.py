@@ -13,7 +13,6 @@ both give the same picks, counts and evaluated positions, and writes one JSON re
 
 from __future__ import annotations
 
-import functools
 import sys
 from pathlib import Path
 
@@ -26,7 +25,6 @@ from benchmarks import machine, timing, workload  # noqa: E402
 def measure(sizes, rounds: int, log=print) -> list[dict]:
     import jax
     import jax.numpy as jnp
-    import numpy as np
 
     import svtjax
     from svtjax import _core, _native
@@ -48,13 +46,9 @@ def measure(sizes, rounds: int, log=print) -> list[dict]:
             def run(way):
                 return jax.block_until_ready(ways[way](answers, items, jnp.int32(c), c, n, False))
 
-            same = bool(all(np.array_equal(a, b) for a, b in zip(run("native"), run("pure"))))
-
-            timed, med = timing.interleaved_calls({w: functools.partial(run, w) for w in ways},
-                                                  rounds)
-            row = {"n": n, "trials": trials, "mode": mode, "same_numbers": same,
-                   "timings": timed, "median_s": med,
-                   "pure_over_native": med["pure"] / med["native"]}
+            row = {"n": n, "trials": trials, "mode": mode,
+                   **timing.native_and_pure(run, ways, rounds)}
+            med, same = row["median_s"], row["same_numbers"]
             log(f"n={n} trials={trials} {mode}: native {1e3 * med['native']:.2f} ms, pure "
                 f"{1e3 * med['pure']:.2f} ms (pure/native {row['pure_over_native']:.2f}x, "
                 f"same numbers: {same})")

@@ -15,7 +15,6 @@ record::
 
 from __future__ import annotations
 
-import functools
 import sys
 from pathlib import Path
 
@@ -39,7 +38,6 @@ def _count_no_swaps(outcome):
 
 def measure(sizes, rounds: int, log=print) -> list[dict]:
     import jax
-    import numpy as np
 
     import svtjax
     from benchmarks.cost_breakdown import _no_swaps
@@ -67,13 +65,9 @@ def measure(sizes, rounds: int, log=print) -> list[dict]:
             finally:
                 _native.fisher_yates_target, _engine.fisher_yates_block = real_target, real_block
 
-        same = bool(all(np.array_equal(a, b) for a, b in zip(
-            jax.tree_util.tree_leaves(run("native")), jax.tree_util.tree_leaves(run("pure")))))
-
-        timed, med = timing.interleaved_calls(
-            {w: functools.partial(run, w) for w in ("native", "pure", "no_swaps")}, rounds)
-        row = {"n": n, "trials": trials, "same_numbers": same, "timings": timed,
-               "median_s": med, "pure_over_native": med["pure"] / med["native"]}
+        row = {"n": n, "trials": trials,
+               **timing.native_and_pure(run, ("native", "pure", "no_swaps"), rounds)}
+        med, same = row["median_s"], row["same_numbers"]
         log(f"n={n} trials={trials}: native {1e3 * med['native']:.1f} ms, pure "
             f"{1e3 * med['pure']:.1f} ms, no swaps {1e3 * med['no_swaps']:.1f} ms "
             f"(pure/native {row['pure_over_native']:.2f}x, same numbers: {same})")

@@ -107,3 +107,23 @@ def interleaved_calls(calls: dict, rounds: int) -> tuple[dict, dict]:
 
     rows = interleaved({name: sampler(fn) for name, fn in calls.items()}, rounds)
     return rows, {name: median(row["times_s"]) for name, row in rows.items()}
+
+
+def native_and_pure(run: Callable[[str], Any], ways: Sequence[str], rounds: int) -> dict:
+    """A compiled kernel against its pure-JAX twin: whether ``run("native")`` and
+    ``run("pure")`` return the same arrays (leaf by leaf), then every way of ``ways`` timed in
+    interleaved rounds (:func:`interleaved_calls`).
+
+    Returns:
+      {"same_numbers", "timings", "median_s", "pure_over_native"}.
+    """
+    import functools
+
+    import jax
+    import numpy as np
+
+    same = bool(all(np.array_equal(a, b) for a, b in zip(
+        jax.tree_util.tree_leaves(run("native")), jax.tree_util.tree_leaves(run("pure")))))
+    timings, med = interleaved_calls({w: functools.partial(run, w) for w in ways}, rounds)
+    return {"same_numbers": same, "timings": timings, "median_s": med,
+            "pure_over_native": med["pure"] / med["native"]}
