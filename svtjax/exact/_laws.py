@@ -27,6 +27,11 @@ __all__ = ["ItemLaw", "fixed_order", "random_order", "resample_fixed_order",
            "answer_probabilities"]
 
 _BLOCK = 128  # positions per block of the recursions (checkpoints, skips, output integrals)
+_SUB = 16
+"""Positions per sub-block of the random-order backward pass: the laws it reads back,
+[_SUB, states, nodes], then stay in a core's cache (410 KB at 100 states and 32 nodes, against
+a block's 3.3 MB). The backward pass of one chunk (4,992 positions, 100 states, 32 nodes) took
+44 ms in one pass per block and 36 ms in sub-blocks of 16, the same numbers."""
 _CHUNK_BYTES = 48 * 2**20  # working memory per chunk of quadrature nodes
 _SORT_SAMPLE = 16  # every 16th offset estimates μ(z) for sorting the nodes
 MAX_CHUNK = {"cpu": 32}
@@ -483,20 +488,30 @@ def _bernoulli_back(V, p, q):
 
 
 def _convolve(pre, b):
-    """(pre ⊛ b)[a] = Σ_k b[k] pre[a − k] for a < states: [states, G] each."""
+    """(pre ⊛ b)[a] = Σ_k b[k] pre[a − k] for a < states: [states, G] each.
+
+    Summed over k in order, each term a slice of ``pre`` padded with ``states`` zero rows (no
+    [states, states, G] Toeplitz matrix: gathering one per tie group and node cost more than
+    the products; 30 groups at 100 states and 32 nodes: 9.1 ms -> 3.2 ms)."""
     S = pre.shape[0]
-    lag = np.subtract.outer(np.arange(S), np.arange(S))  # a − j
-    toeplitz = jnp.where(jnp.asarray(lag >= 0)[..., None], b[np.maximum(lag, 0)], 0.0)
-    return jnp.einsum("ajg,jg->ag", toeplitz, pre)
+    padded = jnp.concatenate([jnp.zeros_like(pre), pre])  # pre[a − k] in row S + a − k
+
+    def add(k, acc):
+        return acc + b[k][None] * lax.dynamic_slice_in_dim(padded, S - k, S, axis=0)
+
+    return lax.fori_loop(0, S, add, jnp.zeros_like(pre))
 
 
 def _correlate(V, b):
     """Σ_k b[k] V[..., a + k, :] for a < states (V is 0 from ``states`` on): V [K, states, G],
-    b [states, G]."""
+    b [states, G]. Summed over k in order, as :func:`_convolve` (no Hankel matrix)."""
     S = b.shape[0]
-    lead = np.subtract.outer(np.arange(S), np.arange(S)).T  # j − a at [a, j]
-    hankel = jnp.where(jnp.asarray(lead >= 0)[..., None], b[np.maximum(lead, 0)], 0.0)
-    return jnp.einsum("ajg,kjg->kag", hankel, V)
+    padded = jnp.concatenate([V, jnp.zeros_like(V)], axis=1)  # V[..., a + k], 0 from S on
+
+    def add(k, acc):
+        return acc + b[k][None, None] * lax.dynamic_slice_in_dim(padded, k, S, axis=1)
+
+    return lax.fori_loop(0, S, add, jnp.zeros_like(V))
 
 
 @functools.partial(jax.jit, static_argnames=("states", "c_mech", "c_eff", "tail", "max_chunk",
@@ -618,21 +633,32 @@ def random_order(z, wz, d, query, *, states: int, c_mech: Optional[int], c_eff: 
             T_full, T_loo = tie_laws(P_tie, Q_tie)
         full, starts, before_ties = count_law(Pb, Qb, None if tie is None else T_full)
 
+        def refwd(pre, pq):
+            p, q = pq
+            return pre * q + _shift_up(pre) * p, pre
+
+        def bwd_step(V, x):
+            pre, p, q, inv = x
+            e_g = jnp.sum(pre[None] * V, axis=1) + ks_arr[:, None] * inv[None]
+            return _bernoulli_back(V, p, q), outputs(p, e_g)
+
+        def bwd_sub(V, sub):
+            start, p_sub, q_sub, inv_sub = sub
+            _, pres = lax.scan(refwd, start, (p_sub, q_sub))
+            return lax.scan(bwd_step, V, (pres, p_sub, q_sub, inv_sub), reverse=True)
+
         def bwd_block(V, blk):
-            start, p_blk, q_blk, inv_blk = blk
-
-            def refwd(pre, pq):
-                p, q = pq
-                return pre * q + _shift_up(pre) * p, pre
-
-            _, pres = lax.scan(refwd, start, (p_blk, q_blk))
-
-            def bwd_step(V, x):
-                pre, p, q, inv = x
-                e_g = jnp.sum(pre[None] * V, axis=1) + ks_arr[:, None] * inv[None]
-                return _bernoulli_back(V, p, q), outputs(p, e_g)
-
-            V, out = lax.scan(bwd_step, V, (pres, p_blk, q_blk, inv_blk), reverse=True)
+            # The block's laws are recomputed from its checkpoint in sub-blocks of _SUB
+            # positions (from checkpoints of their own), so that the laws the backward steps
+            # read back stay in cache; the same operations in the same order as one pass.
+            start, *rest = blk
+            p_sub, q_sub, inv_sub = (x.reshape((_BLOCK // _SUB, _SUB) + x.shape[1:])
+                                     for x in rest)
+            _, starts_sub = lax.scan(
+                lambda pre, pq: (lax.scan(lambda x, y: (refwd(x, y)[0], None), pre, pq)[0],
+                                 pre), start, (p_sub, q_sub))
+            V, out = lax.scan(bwd_sub, V, (starts_sub, p_sub, q_sub, inv_sub), reverse=True)
+            out = out.reshape((_BLOCK,) + out.shape[2:])
             return V, out @ wc  # integrated over the chunk's nodes once per block
 
         V0 = jnp.broadcast_to(terminal[:, :, None], (len(ks), states, mu.shape[0])).astype(dtype)
