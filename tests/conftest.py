@@ -1,7 +1,15 @@
 """Test configuration: CPU only, strict dtype promotion, x64 available (opt-in per test)."""
 
 import os
+import sys
 
+# The README's test command installs with ``pip install --no-compile`` (pip would otherwise
+# byte-compile every module of every dependency, ~20 s of the install, most of them never
+# imported here), so the suite writes the bytecode of the modules it imports, once, as Python
+# does by default, also where PYTHONDONTWRITEBYTECODE is set: without that, every test worker and
+# subprocess would compile jax, scipy, ... from source again.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # xdist workers and subprocesses inherit this
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import jax  # noqa: E402
