@@ -215,12 +215,13 @@ def selection_laws(mechs: Sequence[Any], queries: Any, thresholds: Any, *,
     states = min(c_mech if c_mech is not None else c_eff, max(length, 1))
     c_mech_s = None if c_mech is None else min(c_mech, states)
     c_eff_s = min(c_eff, states)
+    rows = None
     if first.resample:
         out = _laws.resample_fixed_order(z, W[:, 0], d_run, query, c=c_mech_s, c_eff=c_eff_s)
         out = jax.tree_util.tree_map(lambda x: x[..., None], out)
     elif shuffle:
-        out = _random_order(z, W, (q - t)[:length], d_run, query, states=states,
-                            c_mech=c_mech_s, c_eff=c_eff_s, ties=ties)
+        out, rows = _random_order(z, W, (q - t)[:length], d_run, query, states=states,
+                                  c_mech=c_mech_s, c_eff=c_eff_s, ties=ties)
     else:
         out = _laws.fixed_order(z, W, d_run, query, states=states, c_mech=c_mech_s,
                                 c_eff=c_eff_s, group=_quadrature.PAD)
@@ -235,29 +236,43 @@ def selection_laws(mechs: Sequence[Any], queries: Any, thresholds: Any, *,
     fields = (top, member, evaluated, out.count, halted)
     if is_concrete(fields):  # split on the host: one transfer, no per-law device ops
         fields = jax.tree_util.tree_map(np.asarray, fields)
-        wrap = jnp.asarray
+        wrap = _to_device
     else:
         wrap = lambda x: x  # noqa: E731
     top, member, evaluated, count, halted = fields
+    if rows is not None:  # tie groups: every item's row, in the caller's order
+        top, member, evaluated = top[rows], member[rows], evaluated[rows]
     return [SelectionLaw(wrap(top[:, k]), wrap(member[:, k]), wrap(evaluated[:, k]),
                          wrap(count[:, k]), None if halted is None else wrap(halted[:, k]),
                          num_nodes[k])
             for k in range(len(laws))]
 
 
+def _to_device(x: np.ndarray, dtype=None) -> jax.Array:
+    """A host array on the device as ``jnp.asarray`` gives it (canonical dtype), without the
+    conversion program ``jnp.asarray`` of a host array (or a strided view of one) compiles for
+    every new shape under jax 0.10."""
+    dtype = jax.dtypes.canonicalize_dtype(x.dtype if dtype is None else dtype)
+    return jax.device_put(np.ascontiguousarray(x, dtype=dtype))
+
+
 def _random_order(z, W, d_host, d_run, query, *, states, c_mech, c_eff, ties: bool):
     """:func:`_laws.random_order`, with scores shared by at least ``states`` items taken as
     tie groups when ``ties`` (:func:`_laws.tie_groups`; the law is the same, computed with
-    fewer steps); outputs in the caller's item order."""
+    fewer steps). Returns (law, rows): with tie groups the law has one row per single item,
+    then one per group, and ``rows`` gives every item's row in the caller's order (else None).
+
+    The groups' offsets, sizes and binomial coefficients are gathered on the host (``d_host``
+    rounded to ``d_run``'s dtype gives ``d_run``'s values): eager gathers on the device compile
+    six small programs each for every stream length."""
     kwargs = dict(states=states, c_mech=c_mech, c_eff=c_eff, group=_quadrature.PAD)
     single, tied, m, rows = _laws.tie_groups(d_host, states)
     if not ties or tied.size == 0:
-        return _laws.random_order(z, W, d_run, query, **kwargs)
-    group = (d_run[tied], jnp.asarray(m), jnp.asarray(_laws._log_binomial(m, states)),
-             jnp.asarray(_laws._log_binomial(m - 1, states)), d_run)
-    out = _laws.random_order(z, W, d_run[single], query, ties=group, **kwargs)
-    return out._replace(top=out.top[rows], member=out.member[rows],
-                        evaluated=out.evaluated[rows])
+        return _laws.random_order(z, W, d_run, query, **kwargs), None
+    d = np.asarray(d_host, d_run.dtype)
+    group = (_to_device(d[tied]), _to_device(m), _to_device(_laws._log_binomial(m, states)),
+             _to_device(_laws._log_binomial(m - 1, states)), d_run)
+    return _laws.random_order(z, W, _to_device(d[single]), query, ties=group, **kwargs), rows
 
 
 def selection_probabilities(mech: Any, queries: Any, thresholds: Any, *, shuffle: bool = False,
