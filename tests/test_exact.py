@@ -324,6 +324,33 @@ def test_tie_groups_leave_one_single_item():
     assert rows.tolist() == [0, 1, 3, 3, 3, 2, 3]
 
 
+
+def test_a_new_stream_length_compiles_only_the_kernels():
+    """With tie groups, random order prepares the groups on the host: a stream length seen for
+    the first time compiles the fixed-order and random-order kernels and nothing else (device
+    gathers of the groups' offsets and the outputs' rows compiled about 24 small programs)."""
+    from jax._src import monitoring
+
+    compiled = []
+
+    def listen(event, duration, **_):
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiled.append(event)
+
+    mech = svtjax.get("svt-s", epsilon=1.0, c=3)
+    rng = np.random.default_rng(5)
+    for n in (41, 43):  # the first length also compiles what any call needs once
+        q = np.round(rng.uniform(0, 10, n))
+        assert _laws.tie_groups(q - 5.0, 3)[1].size >= 3
+        compiled.clear()
+        monitoring.register_event_duration_secs_listener(listen)
+        try:
+            for shuffle in (False, True):
+                float(exact.expected_metrics(mech, q, 5.0, shuffle=shuffle)["ser"])
+        finally:
+            monitoring.unregister_event_duration_listener(listen)
+    assert len(compiled) == 2
+
 # -- 2. quadrature accuracy: twice the nodes changes no reported number by more than 1e-9 -----
 
 
