@@ -26,7 +26,8 @@ def _extensions():
         "svtjax._native._kernels", ["svtjax/_native/kernels.cc"],
         include_dirs=[include], language="c++", optional=True,
         define_macros=[("SVTJAX_JAXLIB_VERSION", f'"{jaxlib.version.__version__}"')],
-        extra_compile_args=["-std=c++17", "-O3", "-w", "-g0"])]  # no debug info: ~1.5 s less of the install
+        # -g0: no debug info (~1.5 s less of the install, the same machine code)
+        extra_compile_args=["-std=c++17", "-O3", "-w", "-g0"])]
 
 
 setup(ext_modules=_extensions())

@@ -324,7 +324,6 @@ def test_tie_groups_leave_one_single_item():
     assert rows.tolist() == [0, 1, 3, 3, 3, 2, 3]
 
 
-
 def test_a_new_stream_length_compiles_only_the_kernels():
     """With tie groups, random order prepares the groups on the host: a stream length seen for
     the first time compiles the fixed-order and random-order kernels and nothing else (device
@@ -350,6 +349,7 @@ def test_a_new_stream_length_compiles_only_the_kernels():
         finally:
             monitoring.unregister_event_duration_listener(listen)
     assert len(compiled) == 2
+
 
 # -- 2. quadrature accuracy: twice the nodes changes no reported number by more than 1e-9 -----
 

@@ -248,11 +248,11 @@ def selection_laws(mechs: Sequence[Any], queries: Any, thresholds: Any, *,
             for k in range(len(laws))]
 
 
-def _to_device(x: np.ndarray, dtype=None) -> jax.Array:
+def _to_device(x: np.ndarray) -> jax.Array:
     """A host array on the device as ``jnp.asarray`` gives it (canonical dtype), without the
     conversion program ``jnp.asarray`` of a host array (or a strided view of one) compiles for
     every new shape under jax 0.10."""
-    dtype = jax.dtypes.canonicalize_dtype(x.dtype if dtype is None else dtype)
+    dtype = jax.dtypes.canonicalize_dtype(x.dtype)
     return jax.device_put(np.ascontiguousarray(x, dtype=dtype))
 
 
