@@ -50,7 +50,7 @@ import jax
 import svtjax
 from svtjax import exact
 
-from ._common import experiment_parser
+from ._common import enable_cache, experiment_parser
 
 DATASETS = ("zipf", "retail", "bms-webview-1", "t10i4d100k", "t40i10d100k", "adult", "chess",
             "mushroom")
@@ -212,6 +212,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         ("svt-s-monotonic", "svt-exp")
     lyu_cs = LYU_CS_FULL if args.full else ((25, 50) if args.quick else LYU_CS)
     plan = _rows(settings, datasets, lyu_cs, args.quick)
+    enable_cache("optimal_allocation")
     shuffle = args.order == "random"
     print(f"optimal allocation: {len(plan)} rows ({args.order} order)", flush=True)
     rows, t0 = [], time.perf_counter()

@@ -196,8 +196,10 @@ def selection_laws(mechs: Sequence[Any], queries: Any, thresholds: Any, *,
                 r, law_.threshold_noise)
         scale = np.concatenate([np.full(size, float(np.asarray(law_.query_noise.scale_value)))
                                 for size, law_ in zip(sizes, laws)]) if has_scale else None
+        host = (z.astype(dtype), W.astype(dtype), None if scale is None else scale.astype(dtype))
         z, W = jnp.asarray(z, dtype), jnp.asarray(W, dtype)
     else:
+        host = None
         z = jnp.concatenate([jnp.asarray(r.nodes, dtype) + jnp.asarray(law_.shift, dtype)
                              for r, law_ in zip(rules, laws)])
         W = jnp.zeros((int(starts[-1]), len(laws)), dtype)
@@ -220,6 +222,10 @@ def selection_laws(mechs: Sequence[Any], queries: Any, thresholds: Any, *,
         out = _laws.resample_fixed_order(z, W[:, 0], d_run, query, c=c_mech_s, c_eff=c_eff_s)
         out = jax.tree_util.tree_map(lambda x: x[..., None], out)
     elif shuffle:
+        if host is not None:  # chunks driven from the host: no compile per node count
+            z, W, scale = host
+            query = first.query_noise if scale is None else \
+                jax.tree_util.tree_map(lambda _: scale, first.query_noise)
         out, rows = _random_order(z, W, (q - t)[:length], d_run, query, states=states,
                                   c_mech=c_mech_s, c_eff=c_eff_s, ties=ties)
     else:
@@ -266,13 +272,14 @@ def _random_order(z, W, d_host, d_run, query, *, states, c_mech, c_eff, ties: bo
     rounded to ``d_run``'s dtype gives ``d_run``'s values): eager gathers on the device compile
     six small programs each for every stream length."""
     kwargs = dict(states=states, c_mech=c_mech, c_eff=c_eff, group=_quadrature.PAD)
+    kernel = _laws.random_order_host if isinstance(z, np.ndarray) else _laws.random_order
     single, tied, m, rows = _laws.tie_groups(d_host, states)
     if not ties or tied.size == 0:
-        return _laws.random_order(z, W, d_run, query, **kwargs), None
+        return kernel(z, W, d_run, query, **kwargs), None
     d = np.asarray(d_host, d_run.dtype)
     group = (_to_device(d[tied]), _to_device(m), _to_device(_laws._log_binomial(m, states)),
              _to_device(_laws._log_binomial(m - 1, states)), d_run)
-    return _laws.random_order(z, W, _to_device(d[single]), query, ties=group, **kwargs), rows
+    return kernel(z, W, _to_device(d[single]), query, ties=group, **kwargs), rows
 
 
 def selection_probabilities(mech: Any, queries: Any, thresholds: Any, *, shuffle: bool = False,

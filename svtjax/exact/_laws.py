@@ -23,8 +23,8 @@ from jax import lax
 
 from svtjax.noise import Noise
 
-__all__ = ["ItemLaw", "fixed_order", "random_order", "resample_fixed_order",
-           "answer_probabilities"]
+__all__ = ["ItemLaw", "fixed_order", "random_order", "random_order_host",
+           "resample_fixed_order", "answer_probabilities"]
 
 _BLOCK = 128  # positions per block of the recursions (checkpoints, skips, output integrals)
 _SUB = 16
@@ -189,6 +189,67 @@ def _map_chunks(fn, z, W, query, chunk: int, d=None, group: int = 0):
     zeros = jax.tree_util.tree_map(
         lambda s: jnp.zeros(s.shape[:-1] + (W.shape[1],), s.dtype), shapes)
     return lax.scan(add, zeros, xs)[0]
+
+
+@jax.jit
+def _chunk_means(zc, qc, d):
+    """μ(z) = Σ_i p_i(z) at one chunk of nodes (float[chunk]; compiled per chunk size and
+    stream length, not per node count)."""
+    return jnp.sum(jax.vmap(lambda di: _pass_fail(qc, zc, di)[0])(d), axis=0)
+
+
+def _map_chunks_host(fn, z, W, query, chunk: int, d=None, group: int = 0):
+    """:func:`_map_chunks` for concrete nodes and weights (host arrays), the loop over chunks
+    on the host: ``fn`` (jitted) is compiled per chunk shape only, so neither the node count
+    nor the number of laws compiles a new program (a jitted :func:`_map_chunks` compiles one
+    per (G, L)), and chunks that carry no weight are never sent. The same sums, in the same
+    order, as :func:`_map_chunks`; returns host arrays."""
+    G = z.shape[0]
+    num = -(-G // chunk)
+    pad = num * chunk - G
+    leaves = [] if query is None else jax.tree_util.tree_leaves(query)
+    scale = np.broadcast_to(np.asarray(leaves[0]), (G,)) if leaves else None
+    grouped = bool(group) and W.shape[1] > 1 and group % chunk == 0 and G % group == 0
+
+    def split(x, fill):
+        x = np.concatenate([x, np.full((pad,) + x.shape[1:], fill, x.dtype)])
+        return x.reshape((num, chunk) + x.shape[1:])
+
+    def noise(k, ss):
+        return query if ss is None else jax.tree_util.tree_map(lambda _: ss[k], query)
+
+    if d is not None and G > chunk and not grouped:  # largest μ first, as _map_chunks
+        sample = d[::_SORT_SAMPLE] if d.shape[0] > 8 * _SORT_SAMPLE else d
+        zs, ss = split(z, z[-1]), None if scale is None else split(scale, 1)
+        mu = np.concatenate([np.asarray(_chunk_means(zs[k], noise(k, ss), sample))
+                             for k in range(num)])[:G]
+        order = np.argsort(-mu, kind="stable")
+        z, W = z[order], W[order]
+        scale = None if scale is None else scale[order]
+    zs, Ws = split(z, 0), split(W, 0)
+    ss = None if scale is None else split(scale, 1)
+    acc = None
+    for k in range(num):
+        wc = Ws[k]
+        if not wc.any():  # padding, or a law's zero-weight nodes: adds nothing
+            continue
+        col = int(np.argmax(wc.any(axis=0))) if grouped else None
+        out = fn(zs[k], wc[:, col:col + 1] if grouped else wc, noise(k, ss))
+        out = jax.tree_util.tree_map(np.asarray, out)
+        if acc is None:
+            acc = jax.tree_util.tree_map(
+                lambda x: np.zeros(x.shape[:-1] + (W.shape[1],), x.dtype), out)
+        if grouped:
+            for a, x in zip(jax.tree_util.tree_leaves(acc), jax.tree_util.tree_leaves(out)):
+                a[..., col] += x[..., 0]
+        else:
+            for a, x in zip(jax.tree_util.tree_leaves(acc), jax.tree_util.tree_leaves(out)):
+                a += x
+    if acc is None:  # no weight at all
+        shapes = jax.eval_shape(fn, zs[0], Ws[0][:, :1] if grouped else Ws[0], noise(0, ss))
+        acc = jax.tree_util.tree_map(
+            lambda x: np.zeros(x.shape[:-1] + (W.shape[1],), x.dtype), shapes)
+    return acc
 
 
 def _weights(wz):
@@ -514,62 +575,13 @@ def _correlate(V, b):
     return lax.fori_loop(0, S, add, jnp.zeros_like(V))
 
 
-@functools.partial(jax.jit, static_argnames=("states", "c_mech", "c_eff", "tail", "max_chunk",
-                                             "group"))
-def random_order(z, wz, d, query, *, states: int, c_mech: Optional[int], c_eff: int,
-                 tail: float = TAIL, max_chunk: Optional[int] = None, group: int = 0,
-                 ties=None) -> ItemLaw:
-    """Each trial visits the items in a fresh uniform order (``shuffle=True``).
-
-    Given ρ = z let M_{−i} be the number of items other than i that pass, a Poisson-binomial
-    count. Item i's position among itself and those M_{−i} passing items is uniform, so it is
-    evaluated with probability E[g_c(M_{−i})], g_c(m) = min(1, c/(m+1)) (fewer than c of them
-    precede it), and answered ⊤ with p_i(z) times that — the issue's ∫∫ p_i P(PB({p_j u}) < c)
-    du dz with the arrival time u integrated out exactly. Split
-
-        E[g_c(M)] = Σ_{m<c} (1 − c/(m+1)) P(M = m) + c · E[1/(M+1)]:
-
-    * the first sum needs only the law of M_{−i} below c. It is Σ_a pre_i[a] V_{i+1}[a] with
-      pre_i the count law of the items before i (a forward recursion) and V_{i+1}[a] the
-      expected weight of a + (passes after i) (a backward value recursion,
-      V_i[a] = (1 − p_i) V_{i+1}[a] + p_i V_{i+1}[a+1]). Both recursions only form convex
-      combinations of non-negative numbers, so leaving item i out costs no cancellation — unlike
-      deconvolving item i from the full law, which divides by 1 − p_i and amplifies rounding by
-      (p_i/(1 − p_i))^k once p_i > 1/2. The forward law is checkpointed every 128 positions
-      and recomputed block by block during the backward pass (memory O(n/128 + 128) per node);
-    * E[1/(M_{−i}+1)] = ∫_0^1 Π_{j≠i} (1 − p_j s) ds, with Π_{j≠i} = Π_j / (1 − p_i s) — a
-      division by 1 − p_i s = (1 − p_i) + p_i (1 − s) > 0, exact in relative terms — and the
-      outer integral by 16 Gauss–Laguerre or 72 Gauss–Legendre nodes
-      (:func:`_inverse_mean_nodes`).
-
-    The terms of the split are at most c in size and the result is in [0, 1], so rounding
-    costs at most ~c · 1e-16. Cost O(G · n · (c + 16)) (O(G · n · (c + 72)) where μ < 40).
-
-    Where the count rarely stays below c the first sum is negligible and is skipped: it is at
-    most (c − 1) · P(M_{−i} ≤ c − 1), and the Chernoff bound for a sum of independent Bernoulli
-    variables, P(M ≤ ν − t) ≤ exp(−t² / (2ν)) with ν = E[M_{−i}] ≥ μ − 1, bounds that by
-    ``tail`` (the count law below c is then below ``tail`` too, and is reported as 0). A chunk of
-    nodes (sorted by μ, :func:`_map_chunks`) takes the cheap path only when the bound holds at
-    every node of it; with small ε most nodes have μ in the thousands (every item near the
-    threshold passes half the time), so most of the work is skipped. At the other end, where
-    P(M ≥ min k) ≤ e^{−μ} (e μ / k)^k ≤ ``tail`` (Chernoff's upper tail; M_{−i} ≤ M), every item
-    is evaluated and E[g_k] = 1 within ``tail``: only the forward recursion (for the count law)
-    runs. ``tail = 0`` never skips; ``max_chunk`` (static) caps the nodes per chunk.
-
-    Tied scores. The law does not depend on the items' order, so items with equal offsets
-    can be taken together: ``ties`` = (d_u [U], m_u [U] int, log C(m_u, k) and
-    log C(m_u − 1, k) [U, states] (:func:`_log_binomial`), every item's offset (to order the
-    nodes); :func:`tie_groups` splits the items) adds U groups of m_u items each, placed
-    before the ``d`` items in the recursions' (immaterial) order. A group enters the forward
-    recursion as one binomial step (pre ⊛ Bin(m_u, p_u), a [states × states] product per
-    node) and the backward one as Bin(m_u − 1, p_u) for the group's other items and a
-    Bernoulli step for the item itself, instead of m_u steps of each; E[1/(M+1)]'s log F
-    gains m_u log(1 − p_u s). The outputs are then [n + U] rows, one per single item, then
-    one per group (every item of a group has the same law). On retail (16,470 items, 583
-    distinct scores) the groups of at least c items hold 80% of the items at c = 50.
-    """
+def _random_chunk(zc, wc, qc, d, ties, *, states: int, c_mech: Optional[int], c_eff: int,
+                  tail: float):
+    """:func:`random_order` on one chunk of nodes ``zc`` [chunk] with weights ``wc`` [chunk, L]
+    and query noise ``qc`` (per-node scales [chunk]): (out [n + U, 3, L], count [states, L]),
+    the chunk's part of the integrals (rows: P(⊤), P(∈ S), P(evaluated))."""
     n = d.shape[0]
-    dtype = z.dtype
+    dtype = zc.dtype
     ks = (c_mech, c_eff) if c_mech is not None and c_eff != c_mech else \
         ((c_mech,) if c_mech is not None else (c_eff,))
     ks_arr = jnp.asarray(ks, dtype)
@@ -578,19 +590,8 @@ def random_order(z, wz, d, query, *, states: int, c_mech: Optional[int], c_eff: 
     d_pad, valid = (x.reshape(n_pad) for x in _blocked(d, nb))  # padding never passes
     a_idx = jnp.arange(states, dtype=dtype)
     terminal = jnp.stack([jnp.where(a_idx < k, 1 - k / (a_idx + 1), 0) for k in ks])
-    itemsize = jnp.dtype(dtype).itemsize
-    # Per node: the pass/fail probabilities, the checkpoints and one block's laws, the inner
-    # integral's factors; with tie groups also their pmfs and laws before each group [U,
-    # states] x 3 and one [states, states] Toeplitz / Hankel matrix.
-    n_tie = 0 if ties is None else ties[0].shape[0]
-    chunk = _node_chunks(z.shape[0], itemsize * (3 * n_pad + (nb + _BLOCK + 2) * states
-                                                 + 4 * _BLOCK * SUM_EDGES.size * SUM_ORDER
-                                                 + (3 * n_tie * states + 2 * states ** 2
-                                                    if n_tie else 0)),
-                         max_chunk)
-    W, squeeze = _weights(wz)
     if ties is not None:
-        d_tie, m_tie, log_c, log_c_loo, d_all = ties
+        d_tie, m_tie, log_c, log_c_loo, _ = ties
         m_loo = m_tie - 1
 
     def tie_laws(P_tie, Q_tie):
@@ -731,10 +732,111 @@ def random_order(z, wz, d, query, *, states: int, c_mech: Optional[int], c_eff: 
         branch = jnp.where(jnp.all(high), 0, jnp.where(jnp.all(low), 1, 2))
         return lax.switch(branch, (cheap_chunk, low_chunk, full_chunk), Pb, Qb, mu, wc, tie)
 
-    out, count = _map_chunks(one_chunk, z, W, query, chunk, d if ties is None else d_all,
-                             group)
-    count = jnp.concatenate([count, (jnp.sum(W, axis=0) - jnp.sum(count, axis=0))[None]])
+    return one_chunk(zc, wc, qc)
+
+
+def _random_chunk_nodes(G: int, n: int, states: int, ties, dtype,
+                        max_chunk: Optional[int]) -> int:
+    """Nodes per chunk of :func:`random_order` (:func:`_node_chunks`)."""
+    nb = -(-n // _BLOCK)
+    # Per node: the pass/fail probabilities, the checkpoints and one block's laws, the inner
+    # integral's factors; with tie groups also their pmfs and laws before each group [U,
+    # states] x 3 and one [states, states] Toeplitz / Hankel matrix.
+    n_tie = 0 if ties is None else ties[0].shape[0]
+    per_node = jnp.dtype(dtype).itemsize * (
+        3 * nb * _BLOCK + (nb + _BLOCK + 2) * states + 4 * _BLOCK * SUM_EDGES.size * SUM_ORDER
+        + (3 * n_tie * states + 2 * states ** 2 if n_tie else 0))
+    return _node_chunks(G, per_node, max_chunk)
+
+
+def _random_law(out, count, W, squeeze: bool) -> ItemLaw:
+    xp = np if isinstance(out, np.ndarray) else jnp
+    count = xp.concatenate([count, (xp.sum(W, axis=0) - xp.sum(count, axis=0))[None]])
     return _law(out[:, 0], out[:, 1], out[:, 2], count, None, squeeze)
+
+
+@functools.partial(jax.jit, static_argnames=("states", "c_mech", "c_eff", "tail", "max_chunk",
+                                             "group"))
+def random_order(z, wz, d, query, *, states: int, c_mech: Optional[int], c_eff: int,
+                 tail: float = TAIL, max_chunk: Optional[int] = None, group: int = 0,
+                 ties=None) -> ItemLaw:
+    """Each trial visits the items in a fresh uniform order (``shuffle=True``).
+
+    Given ρ = z let M_{−i} be the number of items other than i that pass, a Poisson-binomial
+    count. Item i's position among itself and those M_{−i} passing items is uniform, so it is
+    evaluated with probability E[g_c(M_{−i})], g_c(m) = min(1, c/(m+1)) (fewer than c of them
+    precede it), and answered ⊤ with p_i(z) times that — the issue's ∫∫ p_i P(PB({p_j u}) < c)
+    du dz with the arrival time u integrated out exactly. Split
+
+        E[g_c(M)] = Σ_{m<c} (1 − c/(m+1)) P(M = m) + c · E[1/(M+1)]:
+
+    * the first sum needs only the law of M_{−i} below c. It is Σ_a pre_i[a] V_{i+1}[a] with
+      pre_i the count law of the items before i (a forward recursion) and V_{i+1}[a] the
+      expected weight of a + (passes after i) (a backward value recursion,
+      V_i[a] = (1 − p_i) V_{i+1}[a] + p_i V_{i+1}[a+1]). Both recursions only form convex
+      combinations of non-negative numbers, so leaving item i out costs no cancellation — unlike
+      deconvolving item i from the full law, which divides by 1 − p_i and amplifies rounding by
+      (p_i/(1 − p_i))^k once p_i > 1/2. The forward law is checkpointed every 128 positions
+      and recomputed block by block during the backward pass (memory O(n/128 + 128) per node);
+    * E[1/(M_{−i}+1)] = ∫_0^1 Π_{j≠i} (1 − p_j s) ds, with Π_{j≠i} = Π_j / (1 − p_i s) — a
+      division by 1 − p_i s = (1 − p_i) + p_i (1 − s) > 0, exact in relative terms — and the
+      outer integral by 16 Gauss–Laguerre or 72 Gauss–Legendre nodes
+      (:func:`_inverse_mean_nodes`).
+
+    The terms of the split are at most c in size and the result is in [0, 1], so rounding
+    costs at most ~c · 1e-16. Cost O(G · n · (c + 16)) (O(G · n · (c + 72)) where μ < 40).
+
+    Where the count rarely stays below c the first sum is negligible and is skipped: it is at
+    most (c − 1) · P(M_{−i} ≤ c − 1), and the Chernoff bound for a sum of independent Bernoulli
+    variables, P(M ≤ ν − t) ≤ exp(−t² / (2ν)) with ν = E[M_{−i}] ≥ μ − 1, bounds that by
+    ``tail`` (the count law below c is then below ``tail`` too, and is reported as 0). A chunk of
+    nodes (sorted by μ, :func:`_map_chunks`) takes the cheap path only when the bound holds at
+    every node of it; with small ε most nodes have μ in the thousands (every item near the
+    threshold passes half the time), so most of the work is skipped. At the other end, where
+    P(M ≥ min k) ≤ e^{−μ} (e μ / k)^k ≤ ``tail`` (Chernoff's upper tail; M_{−i} ≤ M), every item
+    is evaluated and E[g_k] = 1 within ``tail``: only the forward recursion (for the count law)
+    runs. ``tail = 0`` never skips; ``max_chunk`` (static) caps the nodes per chunk.
+
+    Tied scores. The law does not depend on the items' order, so items with equal offsets
+    can be taken together: ``ties`` = (d_u [U], m_u [U] int, log C(m_u, k) and
+    log C(m_u − 1, k) [U, states] (:func:`_log_binomial`), every item's offset (to order the
+    nodes); :func:`tie_groups` splits the items) adds U groups of m_u items each, placed
+    before the ``d`` items in the recursions' (immaterial) order. A group enters the forward
+    recursion as one binomial step (pre ⊛ Bin(m_u, p_u), a [states × states] product per
+    node) and the backward one as Bin(m_u − 1, p_u) for the group's other items and a
+    Bernoulli step for the item itself, instead of m_u steps of each; E[1/(M+1)]'s log F
+    gains m_u log(1 − p_u s). The outputs are then [n + U] rows, one per single item, then
+    one per group (every item of a group has the same law). On retail (16,470 items, 583
+    distinct scores) the groups of at least c items hold 80% of the items at c = 50.
+    """
+    W, squeeze = _weights(wz)
+    chunk = _random_chunk_nodes(z.shape[0], d.shape[0], states, ties, z.dtype, max_chunk)
+    one_chunk = functools.partial(_random_chunk, d=d, ties=ties, states=states, c_mech=c_mech,
+                                  c_eff=c_eff, tail=tail)
+    out, count = _map_chunks(one_chunk, z, W, query, chunk, d if ties is None else ties[4],
+                             group)
+    return _random_law(out, count, W, squeeze)
+
+
+_random_chunk_jit = jax.jit(_random_chunk, static_argnames=("states", "c_mech", "c_eff", "tail"))
+
+
+def random_order_host(z, wz, d, query, *, states: int, c_mech: Optional[int], c_eff: int,
+                      tail: float = TAIL, max_chunk: Optional[int] = None, group: int = 0,
+                      ties=None) -> ItemLaw:
+    """:func:`random_order` for concrete nodes ``z`` and weights ``wz`` (host arrays, in the
+    dtype to compute in; ``query``'s scale a host scalar or float[G]), the chunks driven from
+    the host (:func:`_map_chunks_host`): one compiled program per (stream length, tie groups,
+    states), whatever the node count and the number of laws, so that the searches and curves
+    of :func:`svtjax.exact.optimal_allocation` and the sweeps reuse it. Returns host arrays."""
+    W, squeeze = _weights(np.asarray(wz))
+    chunk = _random_chunk_nodes(max(z.shape[0], MAX_CHUNK.get(jax.default_backend(), 256)),
+                                d.shape[0], states, ties, z.dtype, max_chunk)
+    one_chunk = functools.partial(_random_chunk_jit, d=d, ties=ties, states=states,
+                                  c_mech=c_mech, c_eff=c_eff, tail=tail)
+    d_sort = np.asarray(d if ties is None else ties[4])
+    out, count = _map_chunks_host(one_chunk, np.asarray(z), W, query, chunk, d_sort, group)
+    return _random_law(out, count, W, squeeze)
 
 
 # -- whole answer vectors (short streams) ------------------------------------------------------
