@@ -346,9 +346,9 @@ class _Compiles:
 
 def test_a_new_stream_length_compiles_only_the_kernels():
     """With tie groups, random order prepares the groups on the host: a stream length seen for
-    the first time compiles the fixed-order kernel, the random-order chunk kernel and the
-    random-order node means (to order the nodes) and nothing else (device gathers of the
-    groups' offsets and the outputs' rows compiled about 24 small programs)."""
+    the first time compiles the fixed-order and random-order chunk kernels and the node means
+    (to order the nodes) and nothing else (device gathers of the groups' offsets and the
+    outputs' rows compiled about 24 small programs)."""
     mech = svtjax.get("svt-s", epsilon=1.0, c=3)
     rng = np.random.default_rng(5)
     for n in (41, 43):  # the first length also compiles what any call needs once
@@ -360,34 +360,37 @@ def test_a_new_stream_length_compiles_only_the_kernels():
     assert len(compiled.names) == 3
 
 
-def test_random_order_compiles_nothing_for_new_node_counts_or_curves():
-    """Random order drives its chunks of nodes from the host (``_laws.random_order_host``):
-    once a stream has been seen, laws with other node counts and curves of other lengths (as
-    ``optimal_allocation``'s grid and Brent points and a sweep's ε curves give) compile no new
-    program (a kernel jitted over all nodes compiled one per (nodes, laws))."""
+@pytest.mark.parametrize("shuffle", [False, True], ids=["fixed", "random"])
+def test_new_node_counts_or_curves_compile_nothing(shuffle):
+    """Concrete laws drive their chunks of nodes from the host (``_laws.random_order_host``,
+    ``_laws.fixed_order_host``): once a stream has been seen, laws with other node counts and
+    curves of other lengths (as ``optimal_allocation``'s grid and Brent points and a sweep's ε
+    curves give) compile no new program (a kernel jitted over all nodes compiled one per
+    (nodes, laws))."""
     q = _zipf(300)
     t = svtjax.datasets.lyu_threshold(q, 5)
     mechs = [svtjax.get("svt-s", epsilon=e, c=5) for e in (0.05, 0.3, 2.0, 8.0)]
     sizes = [exact.quadrature(m, q, t).nodes.size for m in mechs]
     assert len({-(-s // _quadrature.PAD) for s in sizes}) > 1, sizes  # different node counts
-    exact.expected_metrics(mechs[0], q, t, shuffle=True)
+    exact.expected_metrics(mechs[0], q, t, shuffle=shuffle)
     with _Compiles() as compiled:
         for batch in (mechs[1:2], mechs[2:], mechs[:3], mechs):
-            exact.expected_metrics_many(batch, q, t, shuffle=True)
+            exact.expected_metrics_many(batch, q, t, shuffle=shuffle)
     assert compiled.names == []
 
 
-@pytest.mark.parametrize("layout", ["one law", "grouped", "ties"])
-def test_random_order_driven_from_the_host_equals_the_jitted_kernel(layout):
-    """``random_order_host`` (chunks sent from the host, as concrete laws use) gives the jitted
-    ``random_order``'s numbers (the traced path, e.g. under ``jax.grad``): the same sums in the
-    same order, to 1e-15."""
+@pytest.mark.parametrize("layout", ["fixed, one law", "fixed, grouped", "one law", "grouped",
+                                    "ties"])
+def test_chunks_driven_from_the_host_equal_the_jitted_kernels(layout):
+    """``random_order_host`` and ``fixed_order_host`` (chunks sent from the host, as concrete
+    laws use) give the jitted kernels' numbers (the traced path, e.g. under ``jax.grad``): the
+    same sums in the same order, to 1e-15."""
     from svtjax.exact._adapter import law as threshold_law
     q = _tied_scores(400) if layout == "ties" else _zipf(400)
     c = 6
     t = svtjax.datasets.lyu_threshold(q, c)
     mechs = [svtjax.get("svt-s", epsilon=e, c=c) for e in
-             ((0.5,) if layout == "one law" else (0.2, 0.5, 1.0))]
+             ((0.5,) if layout.endswith("one law") else (0.2, 0.5, 1.0))]
     laws = [threshold_law(m) for m in mechs]
     rules = [_quadrature.padded(exact.quadrature(m, q, t)) for m in mechs]
     z = np.concatenate([r.nodes + float(np.asarray(law.shift)) for r, law in zip(rules, laws)])
@@ -408,10 +411,13 @@ def test_random_order_driven_from_the_host_equals_the_jitted_kernel(layout):
         kw["ties"] = (jnp.asarray(d[tied]), jnp.asarray(m), jnp.asarray(_laws._log_binomial(m, c)),
                       jnp.asarray(_laws._log_binomial(m - 1, c)), jnp.asarray(d))
         d = d[single]
-    host = _laws.random_order_host(z, W, jnp.asarray(d), query, **kw)
-    jitted = _laws.random_order(jnp.asarray(z), jnp.asarray(W), jnp.asarray(d),
-                                jax.tree_util.tree_map(jnp.asarray, query), **kw)
-    for field in ("top", "member", "evaluated", "count"):
+    fixed = layout.startswith("fixed")
+    host = (_laws.fixed_order_host if fixed else _laws.random_order_host)(
+        z, W, jnp.asarray(d), query, **kw)
+    jitted = (_laws.fixed_order if fixed else _laws.random_order)(
+        jnp.asarray(z), jnp.asarray(W), jnp.asarray(d),
+        jax.tree_util.tree_map(jnp.asarray, query), **kw)
+    for field in ("top", "member", "evaluated", "count") + (("halted",) if fixed else ()):
         a, b = getattr(host, field), getattr(jitted, field)
         assert isinstance(a, np.ndarray) and a.shape == b.shape
         np.testing.assert_allclose(a, np.asarray(b), rtol=0, atol=1e-15, err_msg=field)

@@ -221,16 +221,19 @@ def selection_laws(mechs: Sequence[Any], queries: Any, thresholds: Any, *,
     if first.resample:
         out = _laws.resample_fixed_order(z, W[:, 0], d_run, query, c=c_mech_s, c_eff=c_eff_s)
         out = jax.tree_util.tree_map(lambda x: x[..., None], out)
-    elif shuffle:
+    else:
+        kernel = _laws.fixed_order
         if host is not None:  # chunks driven from the host: no compile per node count
             z, W, scale = host
             query = first.query_noise if scale is None else \
                 jax.tree_util.tree_map(lambda _: scale, first.query_noise)
-        out, rows = _random_order(z, W, (q - t)[:length], d_run, query, states=states,
-                                  c_mech=c_mech_s, c_eff=c_eff_s, ties=ties)
-    else:
-        out = _laws.fixed_order(z, W, d_run, query, states=states, c_mech=c_mech_s,
-                                c_eff=c_eff_s, group=_quadrature.PAD)
+            kernel = _laws.fixed_order_host
+        if shuffle:
+            out, rows = _random_order(z, W, (q - t)[:length], d_run, query, states=states,
+                                      c_mech=c_mech_s, c_eff=c_eff_s, ties=ties)
+        else:
+            out = kernel(z, W, d_run, query, states=states, c_mech=c_mech_s, c_eff=c_eff_s,
+                         group=_quadrature.PAD)
 
     def full(x, fill=0.0):
         if x is None or length == n:

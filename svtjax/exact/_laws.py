@@ -23,7 +23,7 @@ from jax import lax
 
 from svtjax.noise import Noise
 
-__all__ = ["ItemLaw", "fixed_order", "random_order", "random_order_host",
+__all__ = ["ItemLaw", "fixed_order", "fixed_order_host", "random_order", "random_order_host",
            "resample_fixed_order", "answer_probabilities"]
 
 _BLOCK = 128  # positions per block of the recursions (checkpoints, skips, output integrals)
@@ -280,6 +280,63 @@ def _block_pass_fail(query, z, d_blk, ok):
     return jnp.where(ok[:, None], P, 0), jnp.where(ok[:, None], Q, 1)
 
 
+def _fixed_chunk(zc, wc, qc, d, *, states: int, c_mech: Optional[int], c_eff: int,
+                 tail: float):
+    """:func:`fixed_order` on one chunk of nodes ``zc`` [chunk] with weights ``wc`` [chunk, L]
+    and query noise ``qc``: (out [n, rows, L], count [states, L]), the chunk's part of the
+    integrals (rows: P(⊤), P(∈ S), and P(evaluated) with a cut-off)."""
+    n = d.shape[0]
+    dtype = zc.dtype
+    nb = -(-n // _BLOCK)
+    d_blocks, valid = _blocked(d, nb)
+    rows = 3 if c_mech is not None else 2
+    # The carry is the distribution function F[k] = P(count ≤ k, not halted): the same
+    # update as the probabilities (a ⊤ moves mass up one count), and P(not halted) is its
+    # last entry, so no sum per step.
+    F0 = jnp.ones((states, zc.shape[0]), dtype)
+
+    def step(F, pq):
+        p, q = pq
+        alive = F[-1]  # not halted (c_mech) / fewer than c_eff ⊤ (no cut-off)
+        alive_eff = F[c_eff - 1]
+        out = [p * alive, p * alive_eff, alive] if c_mech is not None else [p, p * alive_eff]
+        return F * q + _shift_up(F) * p, jnp.stack(out)
+
+    def read(F, blk):
+        d_blk, ok = blk
+        P, Q = _block_pass_fail(qc, zc, d_blk, ok)
+        F, out = lax.scan(step, F, (P, Q))  # out: [BLOCK, rows, chunk]
+        return F, out @ wc  # integrated over the chunk's nodes once per block
+
+    def skip(F, blk):
+        return F, jnp.zeros((_BLOCK, rows, wc.shape[1]), dtype)
+
+    def block(F, blk):
+        if c_mech is None or tail <= 0:
+            return read(F, blk)
+        return lax.cond(jnp.max(F[-1]) > tail, read, skip, F, blk)
+
+    F, out = lax.scan(block, F0, (d_blocks, valid))
+    return out.reshape((nb * _BLOCK,) + out.shape[2:])[:n], (F - _shift_up(F)) @ wc
+
+
+def _fixed_chunk_nodes(G: int, states: int, dtype, max_chunk: Optional[int]) -> int:
+    """Nodes per chunk of :func:`fixed_order` (:func:`_node_chunks`)."""
+    return _node_chunks(G, (4 * _BLOCK + 2 * states) * jnp.dtype(dtype).itemsize, max_chunk)
+
+
+def _fixed_law(out, count, W, squeeze: bool, c_mech: Optional[int]) -> ItemLaw:
+    xp = np if isinstance(out, np.ndarray) else jnp
+    n = out.shape[0]
+    total = xp.sum(W, axis=0)
+    count = xp.concatenate([count, (total - xp.sum(count, axis=0))[None]])
+    if c_mech is None:
+        ones = xp.broadcast_to(total, (n,) + total.shape)
+        return _law(out[:, 0], out[:, 1], ones, count, xp.zeros_like(ones), squeeze)
+    alive_next = xp.concatenate([out[1:, 2], (total - count[-1])[None]])
+    return _law(out[:, 0], out[:, 1], out[:, 2], count, total - alive_next, squeeze)
+
+
 @functools.partial(jax.jit, static_argnames=("states", "c_mech", "c_eff", "tail", "max_chunk",
                                              "group"))
 def fixed_order(z, wz, d, query, *, states: int, c_mech: Optional[int], c_eff: int,
@@ -311,53 +368,31 @@ def fixed_order(z, wz, d, query, *, states: int, c_mech: Optional[int], c_eff: i
       group: the nodes come in aligned groups of this many, each of one law (static; see
         :func:`_map_chunks`; 0: no such layout).
     """
-    n = d.shape[0]
-    dtype = z.dtype
     W, squeeze = _weights(wz)
-    chunk = _node_chunks(z.shape[0], (4 * _BLOCK + 2 * states) * jnp.dtype(dtype).itemsize,
-                         max_chunk)
-    nb = -(-n // _BLOCK)
-    d_blocks, valid = _blocked(d, nb)
-    rows = 3 if c_mech is not None else 2
-
-    def one_chunk(zc, wc, qc):
-        # The carry is the distribution function F[k] = P(count ≤ k, not halted): the same
-        # update as the probabilities (a ⊤ moves mass up one count), and P(not halted) is its
-        # last entry, so no sum per step.
-        F0 = jnp.ones((states, zc.shape[0]), dtype)
-
-        def step(F, pq):
-            p, q = pq
-            alive = F[-1]  # not halted (c_mech) / fewer than c_eff ⊤ (no cut-off)
-            alive_eff = F[c_eff - 1]
-            out = [p * alive, p * alive_eff, alive] if c_mech is not None else [p, p * alive_eff]
-            return F * q + _shift_up(F) * p, jnp.stack(out)
-
-        def read(F, blk):
-            d_blk, ok = blk
-            P, Q = _block_pass_fail(qc, zc, d_blk, ok)
-            F, out = lax.scan(step, F, (P, Q))  # out: [BLOCK, rows, chunk]
-            return F, out @ wc  # integrated over the chunk's nodes once per block
-
-        def skip(F, blk):
-            return F, jnp.zeros((_BLOCK, rows, wc.shape[1]), dtype)
-
-        def block(F, blk):
-            if c_mech is None or tail <= 0:
-                return read(F, blk)
-            return lax.cond(jnp.max(F[-1]) > tail, read, skip, F, blk)
-
-        F, out = lax.scan(block, F0, (d_blocks, valid))
-        return out.reshape((nb * _BLOCK,) + out.shape[2:])[:n], (F - _shift_up(F)) @ wc
-
+    chunk = _fixed_chunk_nodes(z.shape[0], states, z.dtype, max_chunk)
+    one_chunk = functools.partial(_fixed_chunk, d=d, states=states, c_mech=c_mech, c_eff=c_eff,
+                                  tail=tail)
     out, count = _map_chunks(one_chunk, z, W, query, chunk, d, group)  # [n, rows, L], [states, L]
-    total = jnp.sum(W, axis=0)
-    count = jnp.concatenate([count, (total - jnp.sum(count, axis=0))[None]])
-    if c_mech is None:
-        ones = jnp.broadcast_to(total, (n,) + total.shape)
-        return _law(out[:, 0], out[:, 1], ones, count, jnp.zeros_like(ones), squeeze)
-    alive_next = jnp.concatenate([out[1:, 2], (total - count[-1])[None]])
-    return _law(out[:, 0], out[:, 1], out[:, 2], count, total - alive_next, squeeze)
+    return _fixed_law(out, count, W, squeeze, c_mech)
+
+
+_fixed_chunk_jit = jax.jit(_fixed_chunk, static_argnames=("states", "c_mech", "c_eff", "tail"))
+
+
+def fixed_order_host(z, wz, d, query, *, states: int, c_mech: Optional[int], c_eff: int,
+                     tail: float = TAIL, max_chunk: Optional[int] = None,
+                     group: int = 0) -> ItemLaw:
+    """:func:`fixed_order` for concrete nodes and weights (host arrays, as
+    :func:`random_order_host`): one compiled program per (stream length, states) whatever the
+    node count and the number of laws. Returns host arrays."""
+    W, squeeze = _weights(np.asarray(wz))
+    chunk = _fixed_chunk_nodes(max(z.shape[0], MAX_CHUNK.get(jax.default_backend(), 256)),
+                               states, z.dtype, max_chunk)
+    one_chunk = functools.partial(_fixed_chunk_jit, d=d, states=states, c_mech=c_mech,
+                                  c_eff=c_eff, tail=tail)
+    out, count = _map_chunks_host(one_chunk, np.asarray(z), W, query, chunk, np.asarray(d),
+                                  group)
+    return _fixed_law(out, count, W, squeeze, c_mech)
 
 
 # -- fixed order with the threshold redrawn after every ⊤ ------------------------------------
