@@ -53,7 +53,6 @@ def test_fixed_order_matches_oracle(case):
     top, evaluated, count, halted = _marginals(probs, n, case.params.get("c", n + 1))
     mech = svtjax.get(case.name, **case.params)
     rule = exact.quadrature(mech, case.queries, case.thresholds)
-    rule = _quadrature.padded(rule, 512)  # one node count for every case: fewer compiles
     law = exact.selection_law(mech, case.queries, case.thresholds, c=case.params.get("c", n),
                               rule=rule)
     np.testing.assert_allclose(np.asarray(law.top), top, rtol=0, atol=1e-10)
@@ -537,14 +536,9 @@ def test_coarse_search_finds_the_fine_searchs_share_and_returns_the_fine_value(s
         assert s1 == s2 and abs(v1 - v2) < 1e-9
 
 
-def test_search_rules_are_padded_to_shared_sizes():
-    """The search pads node counts to a coarse scale (four steps per octave, multiples of 128)
-    with zero-weight nodes, which change no value."""
-    from svtjax.exact._allocation import _bucket
-
-    assert [_bucket(n) for n in (1, 128, 129, 900, 1100, 5000)] == [128, 128, 256, 1024, 1280,
-                                                                     5120]
-    assert all(n <= _bucket(n) <= max(n + 127, 1.25 * n) for n in range(1, 5000, 37))
+def test_zero_weight_nodes_change_no_value():
+    """A rule padded with zero-weight nodes (``_quadrature.padded``, as ``selection_laws`` pads
+    every rule to a multiple of 128 nodes) gives the same values."""
     q = _zipf(60)
     t = svtjax.datasets.lyu_threshold(q, 3)
     mech = svtjax.get("svt-s", epsilon=0.5, c=3)

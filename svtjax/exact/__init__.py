@@ -13,7 +13,8 @@ Public API:
 * :func:`expected_metrics` — E[SER], E[NCR], E[|S|], E[|S ∩ Top-c|], expected positions read,
   expected budget spent, P(halt), ...
 * :func:`expected_metrics_many` — the same for several mechanisms of one structure (an ε curve)
-  in one compiled call.
+  in one kernel call (with concrete numbers, one compiled program per stream and cut-off,
+  whatever the curve's length and node counts).
 * :func:`selection_law` — the whole per-item law, the law of the ⊤ count, the halting law.
 * :func:`optimal_allocation` — the ε1 : ε2 split minimising E[SER] (or maximising
   E[|S ∩ Top-c|] / E[NCR]) on a dataset.

@@ -16,7 +16,6 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from svtjax import _validate, budget
-from svtjax.exact import _quadrature
 from svtjax.exact._adapter import SHARE_SUPPORTED, law_at_share
 from svtjax.exact._api import _offsets, expected_metrics_many, quadrature
 
@@ -56,13 +55,6 @@ n = 10^4, E[SER] moved by at most 6.6e-12 (nodes 2697 -> 1371, 884 -> 389, 1467 
 823 -> 347; ``benchmarks/bench_search_accuracy.py``), while E[SER] changes by ~1e-6 or more
 over Brent's tolerance. The value returned is recomputed with the default rule at the share
 found."""
-
-
-def _bucket(nodes: int) -> int:
-    """``nodes`` rounded up on a scale of four steps per octave (multiples of 128): searches on
-    one dataset at other ε (or c) then reuse compiled kernels, for at most 1/4 more nodes."""
-    step = max(128, 1 << max(int(nodes).bit_length() - 3, 0))
-    return -(-int(nodes) // step) * step
 
 
 def share_of(name: str, c: int, *, allocation: Any = None, monotonic: bool = False,
@@ -132,20 +124,14 @@ def optimal_allocation(name: str, queries: Any, thresholds: Any, *, epsilon: flo
     search = dict(accuracy, **(SEARCH_ACCURACY if search_accuracy is None else search_accuracy))
     evaluations = 0
 
-    size = 0  # the Brent points reuse one node count (one compiled kernel)
+    # The laws are concrete: their kernels are driven from the host, one compiled program
+    # per (stream, states) whatever the node counts of the grid's and Brent's rules.
 
     def values_at(logits) -> np.ndarray:
-        nonlocal evaluations, size
+        nonlocal evaluations
         laws = [law_at_share(name, 1.0 / (1.0 + math.exp(-x)), epsilon=epsilon, c=c, **params)
                 for x in logits]
-        rules = [_quadrature.padded(quadrature(law_, q, t, **search)) for law_ in laws]
-        if len(rules) == 1:  # the largest rule seen: at most one more compile in a search
-            size = max(size, _bucket(rules[0].nodes.size))
-            rules = [_quadrature.padded(rules[0], size=size)]
-        else:  # the grid's total node count on a coarse scale: rows of one shape share it
-            total = sum(r.nodes.size for r in rules)
-            rules[-1] = _quadrature.padded(rules[-1], size=rules[-1].nodes.size
-                                           + _bucket(total) - total)
+        rules = [quadrature(law_, q, t, **search) for law_ in laws]
         evaluations += len(laws)
         metrics = expected_metrics_many(laws, q, t, shuffle=shuffle, c=c, rules=rules)
         values = np.array([float(m[objective]) for m in metrics])
@@ -162,7 +148,7 @@ def optimal_allocation(name: str, queries: Any, thresholds: Any, *, epsilon: flo
         return float(values_at([logit])[0])
 
     logits = np.linspace(math.log(lo / (1 - lo)), math.log(hi / (1 - hi)), grid)
-    values = values_at(logits)  # one compiled call for the whole grid
+    values = values_at(logits)  # one kernel call for the whole grid
     best = int(np.argmax(sign * values))
     a = logits[max(best - 1, 0)]
     b = logits[min(best + 1, grid - 1)]
@@ -175,7 +161,6 @@ def optimal_allocation(name: str, queries: Any, thresholds: Any, *, epsilon: flo
     if search != accuracy:  # the value at the share found, with the returned value's rule
         law = law_at_share(name, share, epsilon=epsilon, c=c, **params)
         rule = quadrature(law, q, t, **accuracy)
-        rule = _quadrature.padded(rule, size=_bucket(rule.nodes.size))
         evaluations += 1
         v_best = float(expected_metrics_many([law], q, t, shuffle=shuffle, c=c,
                                              rules=[rule])[0][objective])

@@ -38,7 +38,7 @@ class SelectionLaw(NamedTuple):
       halted: float[n] (fixed order) — P(the run has halted once the item at that stream
         position has been read); None in random order.
       nodes: int, quadrature nodes of the rule (padded with zero weights to a multiple of
-        128 when evaluated, so similar rules share a compiled kernel).
+        128 when evaluated, so that every chunk of nodes belongs to one law).
     """
 
     top: jax.Array
@@ -141,8 +141,9 @@ def selection_laws(mechs: Sequence[Any], queries: Any, thresholds: Any, *,
     """:func:`selection_law` of several mechanisms of one structure in one kernel call.
 
     Their quadrature nodes are concatenated (each law's density weights in its own column, the
-    query noise's scale and the threshold shift per node), so a curve over ε compiles and runs
-    once. All must share the cut-off, k_max, resampling and the query-noise family (a
+    query noise's scale and the threshold shift per node), so a curve over ε runs once (with
+    concrete laws the chunks of nodes are driven from the host: the kernels compile once per
+    stream and cut-off, not per node count or curve length). All must share the cut-off, k_max, resampling and the query-noise family (a
     resampling mechanism's chain couples its nodes, so those run one law at a time).
     ``rules``: one per mechanism, or None for the defaults. ``ties`` (random order): scores
     shared by at least ``c`` items are taken as one binomial group each (the same law, fewer
@@ -351,7 +352,7 @@ def expected_metrics_many(mechs: Sequence[Any], queries: Any, thresholds: Any, *
                           rules: Optional[Sequence[_quadrature.Rule]] = None
                           ) -> list[dict[str, jax.Array]]:
     """:func:`expected_metrics` of several mechanisms of one structure (e.g. an ε curve) in one
-    compiled call; all must share the cut-off, k_max, resampling and the query-noise family.
+    kernel call (:func:`selection_laws`); all must share the cut-off, k_max, resampling and the query-noise family.
     ``rules`` (one per mechanism) as ``rule`` of :func:`expected_metrics`."""
     laws = [_as_law(m) for m in mechs]
     if not laws:
