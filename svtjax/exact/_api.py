@@ -143,8 +143,9 @@ def selection_laws(mechs: Sequence[Any], queries: Any, thresholds: Any, *,
     Their quadrature nodes are concatenated (each law's density weights in its own column, the
     query noise's scale and the threshold shift per node), so a curve over ε runs once (with
     concrete laws the chunks of nodes are driven from the host: the kernels compile once per
-    stream and cut-off, not per node count or curve length). All must share the cut-off, k_max, resampling and the query-noise family (a
-    resampling mechanism's chain couples its nodes, so those run one law at a time).
+    stream and cut-off, not per node count or curve length). All must share the cut-off,
+    k_max, resampling and the query-noise family (a resampling mechanism's chain couples its
+    nodes, so those run one law at a time).
     ``rules``: one per mechanism, or None for the defaults. ``ties`` (random order): scores
     shared by at least ``c`` items are taken as one binomial group each (the same law, fewer
     steps; ``False`` steps through every item).
@@ -352,8 +353,9 @@ def expected_metrics_many(mechs: Sequence[Any], queries: Any, thresholds: Any, *
                           rules: Optional[Sequence[_quadrature.Rule]] = None
                           ) -> list[dict[str, jax.Array]]:
     """:func:`expected_metrics` of several mechanisms of one structure (e.g. an ε curve) in one
-    kernel call (:func:`selection_laws`); all must share the cut-off, k_max, resampling and the query-noise family.
-    ``rules`` (one per mechanism) as ``rule`` of :func:`expected_metrics`."""
+    kernel call (:func:`selection_laws`); all must share the cut-off, k_max, resampling and
+    the query-noise family. ``rules`` (one per mechanism) as ``rule`` of
+    :func:`expected_metrics`."""
     laws = [_as_law(m) for m in mechs]
     if not laws:
         raise ValueError("give at least one mechanism")

@@ -200,10 +200,12 @@ def _chunk_means(zc, qc, d):
 
 def _map_chunks_host(fn, z, W, query, chunk: int, d=None, group: int = 0):
     """:func:`_map_chunks` for concrete nodes and weights (host arrays), the loop over chunks
-    on the host: ``fn`` (jitted) is compiled per chunk shape only, so neither the node count
-    nor the number of laws compiles a new program (a jitted :func:`_map_chunks` compiles one
-    per (G, L)), and chunks that carry no weight are never sent. The same sums, in the same
-    order, as :func:`_map_chunks`; returns host arrays."""
+    on the host: ``fn`` (jitted) is compiled per chunk shape only, so the node count compiles
+    no new program, nor does the number of laws in the grouped layout (where each chunk is
+    integrated against its own law's column; chunks wider than ``group``, as the accelerators'
+    256 nodes, integrate against all L columns, so L is in their shape). A jitted
+    :func:`_map_chunks` compiles one per (G, L). Chunks that carry no weight are never sent.
+    The same sums, in the same order, as :func:`_map_chunks`; returns host arrays."""
     G = z.shape[0]
     num = -(-G // chunk)
     pad = num * chunk - G
@@ -384,7 +386,7 @@ def fixed_order_host(z, wz, d, query, *, states: int, c_mech: Optional[int], c_e
                      group: int = 0) -> ItemLaw:
     """:func:`fixed_order` for concrete nodes and weights (host arrays, as
     :func:`random_order_host`): one compiled program per (stream length, states) whatever the
-    node count and the number of laws. Returns host arrays."""
+    node count (and, on a CPU, the number of laws). Returns host arrays."""
     W, squeeze = _weights(np.asarray(wz))
     chunk = _fixed_chunk_nodes(max(z.shape[0], MAX_CHUNK.get(jax.default_backend(), 256)),
                                states, z.dtype, max_chunk)
@@ -862,8 +864,9 @@ def random_order_host(z, wz, d, query, *, states: int, c_mech: Optional[int], c_
     """:func:`random_order` for concrete nodes ``z`` and weights ``wz`` (host arrays, in the
     dtype to compute in; ``query``'s scale a host scalar or float[G]), the chunks driven from
     the host (:func:`_map_chunks_host`): one compiled program per (stream length, tie groups,
-    states), whatever the node count and the number of laws, so that the searches and curves
-    of :func:`svtjax.exact.optimal_allocation` and the sweeps reuse it. Returns host arrays."""
+    states), whatever the node count (and, on a CPU, the number of laws: see
+    :func:`_map_chunks_host`), so that the searches and curves of
+    :func:`svtjax.exact.optimal_allocation` and the sweeps reuse it. Returns host arrays."""
     W, squeeze = _weights(np.asarray(wz))
     chunk = _random_chunk_nodes(max(z.shape[0], MAX_CHUNK.get(jax.default_backend(), 256)),
                                 d.shape[0], states, ties, z.dtype, max_chunk)
