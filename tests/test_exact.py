@@ -212,21 +212,16 @@ def test_skipped_work_changes_nothing(shuffle):
         assert float(jnp.mean(fast.evaluated[-1] < 1e-30)) > 0.2
 
 
-@pytest.mark.parametrize("shuffle", [False, True], ids=["fixed", "random"])
-def test_grouped_chunks_match_integrating_every_column(shuffle):
-    """With several laws laid out as ``selection_laws`` does (each padded to a multiple of
-    ``_quadrature.PAD`` nodes, weights in its own column), integrating each chunk against its
-    own law's column only (``group``) gives what integrating against every column gives, to
-    1e-13, for every field."""
+def _laid_out(mechs, q, t, extra=None):
+    """Several laws laid out as ``selection_laws`` does: nodes concatenated (each rule padded to
+    a multiple of ``_quadrature.PAD``, law k with ``extra[k]`` more zero-weight nodes), each
+    law's density weights in its own column, the query noise's scale per node (host arrays).
+    Returns (z, W, query noise, rules)."""
     from svtjax.exact._adapter import law as threshold_law
-    q = _zipf(500)
-    c = 10
-    t = svtjax.datasets.lyu_threshold(q, c)
-    mechs = [svtjax.get("svt-s", epsilon=e, c=c) for e in (0.2, 0.5, 1.0)]
     laws = [threshold_law(m) for m in mechs]
     rules = [_quadrature.padded(exact.quadrature(m, q, t)) for m in mechs]
-    # Laws of different sizes, one with whole chunks of zero-weight padding.
-    rules[1] = _quadrature.padded(rules[1], size=rules[1].nodes.size + _quadrature.PAD)
+    for k, more in (extra or {}).items():
+        rules[k] = _quadrature.padded(rules[k], size=rules[k].nodes.size + more)
     z = np.concatenate([r.nodes + float(np.asarray(law.shift)) for r, law in zip(rules, laws)])
     W = np.zeros((z.size, len(rules)))
     start = 0
@@ -236,7 +231,22 @@ def test_grouped_chunks_match_integrating_every_column(shuffle):
         start += r.nodes.size
     scale = np.concatenate([np.full(r.nodes.size, float(np.asarray(law.query_noise.scale_value)))
                             for r, law in zip(rules, laws)])
-    query = jax.tree_util.tree_map(lambda _: jnp.asarray(scale), laws[0].query_noise)
+    return z, W, jax.tree_util.tree_map(lambda _: scale, laws[0].query_noise), rules
+
+
+@pytest.mark.parametrize("shuffle", [False, True], ids=["fixed", "random"])
+def test_grouped_chunks_match_integrating_every_column(shuffle):
+    """With several laws laid out as ``selection_laws`` does (each padded to a multiple of
+    ``_quadrature.PAD`` nodes, weights in its own column), integrating each chunk against its
+    own law's column only (``group``) gives what integrating against every column gives, to
+    1e-13, for every field."""
+    q = _zipf(500)
+    c = 10
+    t = svtjax.datasets.lyu_threshold(q, c)
+    # Laws of different sizes, one with whole chunks of zero-weight padding.
+    z, W, query, rules = _laid_out([svtjax.get("svt-s", epsilon=e, c=c) for e in (0.2, 0.5, 1.0)],
+                                   q, t, extra={1: _quadrature.PAD})
+    query = jax.tree_util.tree_map(jnp.asarray, query)
     kernel = _laws.random_order if shuffle else _laws.fixed_order
     kw = dict(states=c, c_mech=c, c_eff=c, max_chunk=16)
     args = (jnp.asarray(z), jnp.asarray(W), jnp.asarray(q - t), query)
@@ -384,24 +394,12 @@ def test_chunks_driven_from_the_host_equal_the_jitted_kernels(layout):
     """``random_order_host`` and ``fixed_order_host`` (chunks sent from the host, as concrete
     laws use) give the jitted kernels' numbers (the traced path, e.g. under ``jax.grad``): the
     same sums in the same order, to 1e-15."""
-    from svtjax.exact._adapter import law as threshold_law
     q = _tied_scores(400) if layout == "ties" else _zipf(400)
     c = 6
     t = svtjax.datasets.lyu_threshold(q, c)
-    mechs = [svtjax.get("svt-s", epsilon=e, c=c) for e in
-             ((0.5,) if layout.endswith("one law") else (0.2, 0.5, 1.0))]
-    laws = [threshold_law(m) for m in mechs]
-    rules = [_quadrature.padded(exact.quadrature(m, q, t)) for m in mechs]
-    z = np.concatenate([r.nodes + float(np.asarray(law.shift)) for r, law in zip(rules, laws)])
-    W = np.zeros((z.size, len(rules)))
-    start = 0
-    for k, (r, law) in enumerate(zip(rules, laws)):
-        W[start:start + r.nodes.size, k] = _quadrature.host_density_weights(
-            r, law.threshold_noise)
-        start += r.nodes.size
-    scale = np.concatenate([np.full(r.nodes.size, float(np.asarray(law.query_noise.scale_value)))
-                            for r, law in zip(rules, laws)])
-    query = jax.tree_util.tree_map(lambda _: scale, laws[0].query_noise)
+    z, W, query, _ = _laid_out([svtjax.get("svt-s", epsilon=e, c=c) for e in
+                                ((0.5,) if layout.endswith("one law") else (0.2, 0.5, 1.0))],
+                               q, t)
     d = q - t
     kw = dict(states=c, c_mech=c, c_eff=c, group=_quadrature.PAD, max_chunk=16)
     if layout == "ties":
