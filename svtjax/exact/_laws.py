@@ -230,28 +230,46 @@ def _map_chunks_host(fn, z, W, query, chunk: int, d=None, group: int = 0):
         scale = None if scale is None else scale[order]
     zs, Ws = split(z, 0), split(W, 0)
     ss = None if scale is None else split(scale, 1)
-    acc = None
+    # Sums per column (grouped: each chunk adds into its law's column; else one "column" of
+    # all L), each a contiguous array, stacked at the end.
+    # A chunk is dispatched before the previous one's output is read back, so the device
+    # computes while the host adds.
+    sums: dict = {}
+    treedef = None
+
+    def add(col, out):
+        nonlocal treedef
+        out, treedef = jax.tree_util.tree_flatten(out)
+        out = [np.asarray(x) for x in out]
+        if col in sums:
+            for a, x in zip(sums[col], out):
+                a += x
+        else:
+            sums[col] = [x.copy() for x in out]
+
+    pending = None
     for k in range(num):
         wc = Ws[k]
         if not wc.any():  # padding, or a law's zero-weight nodes: adds nothing
             continue
-        col = int(np.argmax(wc.any(axis=0))) if grouped else None
+        col = int(np.argmax(wc.any(axis=0))) if grouped else 0
         out = fn(zs[k], wc[:, col:col + 1] if grouped else wc, noise(k, ss))
-        out = jax.tree_util.tree_map(np.asarray, out)
-        if acc is None:
-            acc = jax.tree_util.tree_map(
-                lambda x: np.zeros(x.shape[:-1] + (W.shape[1],), x.dtype), out)
-        if grouped:
-            for a, x in zip(jax.tree_util.tree_leaves(acc), jax.tree_util.tree_leaves(out)):
-                a[..., col] += x[..., 0]
-        else:
-            for a, x in zip(jax.tree_util.tree_leaves(acc), jax.tree_util.tree_leaves(out)):
-                a += x
-    if acc is None:  # no weight at all
+        if pending is not None:
+            add(*pending)
+        pending = (col, out)
+    if pending is not None:
+        add(*pending)
+    if not sums:  # no weight at all
         shapes = jax.eval_shape(fn, zs[0], Ws[0][:, :1] if grouped else Ws[0], noise(0, ss))
-        acc = jax.tree_util.tree_map(
+        return jax.tree_util.tree_map(
             lambda x: np.zeros(x.shape[:-1] + (W.shape[1],), x.dtype), shapes)
-    return acc
+    if not grouped:
+        return jax.tree_util.tree_unflatten(treedef, sums[0])
+    first = next(iter(sums.values()))
+    leaves = [np.concatenate([sums[c][i] if c in sums else np.zeros_like(x)
+                              for c in range(W.shape[1])], axis=-1)
+              for i, x in enumerate(first)]
+    return jax.tree_util.tree_unflatten(treedef, leaves)
 
 
 def _weights(wz):
