@@ -94,6 +94,53 @@ def test_block_equals_pure_block(monkeypatch, n_pad, batch, width):
 
 
 @needs_native
+@pytest.mark.parametrize("n,width", [(5, 8), (100, 64), (1000, 64)])
+def test_rows_as_long_as_the_stream(n, width):
+    """The engine's layout for a single-pass shuffled run: permutation rows of the stream's
+    length n (not the blocks' n_pad), so that they are the Outcome's items without a copy. The
+    last block reaches past the row; its positions there (partner = position, as the engine
+    draws them; never evaluated) read 0 and store nothing, leaving the row's last items in
+    place: every position of the stream gets the pure block's item, and the row ends holding
+    them."""
+    batch = 7
+    n_pad = -(-n // width) * width
+    rng = np.random.default_rng(n)
+    native = _engine._shuffle_init(batch, n_pad, native=True, n=n)
+    pure = _engine._shuffle_init(batch, n_pad, native=False)
+    assert native.perm.shape == (batch, n)
+    block = jax.jit(_engine.fisher_yates_block, static_argnums=4)
+    seen = []
+    for start in range(0, n_pad, width):
+        pos = start + np.arange(width)
+        partners = np.where(pos < n, pos + np.floor(rng.random((batch, width)) *
+                                                    np.maximum(n - pos, 1)), pos).astype(np.int32)
+        native, items_n = block(native, jnp.asarray(partners), start, None, True)
+        pure, items_p = block(pure, jnp.asarray(partners), start, None, True)
+        inside = pos < n
+        np.testing.assert_array_equal(np.asarray(items_n)[:, inside],
+                                      np.asarray(items_p)[:, inside])
+        np.testing.assert_array_equal(np.asarray(items_n)[:, ~inside], 0)
+        seen.append(np.asarray(items_n)[:, inside])
+    items = np.concatenate(seen, axis=1)
+    np.testing.assert_array_equal(np.asarray(native.perm), items)
+    np.testing.assert_array_equal(np.sort(items, axis=1), np.broadcast_to(np.arange(n),
+                                                                           (batch, n)))
+
+
+@needs_native
+def test_shuffled_chunk_holds_no_padded_permutation():
+    """A single-pass shuffled run keeps its permutations as long as the stream (n = 100, blocks
+    to 128), so the Outcome's items are the permutation rows themselves: no int16[batch, 128]
+    array, and no copy of one into the items, is in the program."""
+    mech = svtjax.get("svt-s", epsilon=1.0, c=3)
+    q = jnp.linspace(0.0, 5.0, 100, dtype=jnp.float32)
+    keys = jax.vmap(lambda t: jax.random.fold_in(jax.random.key(0), t))(jnp.arange(3))
+    text = jax.jit(lambda k: _engine.run_keys(mech, k, q, jnp.full((100,), 2.0, jnp.float32),
+                                              shuffle=True)).lower(keys).as_text()
+    assert "3x100xi16" in text and "x128xi16" not in text
+
+
+@needs_native
 @pytest.mark.parametrize("batch", [6, 1200])
 def test_halted_trials_are_skipped(batch):
     """The compiled block skips the trials marked done (items 0; permutation row and pending

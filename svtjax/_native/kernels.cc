@@ -45,7 +45,10 @@
 //                                   swap of theirs can reach
 // Results: perm (positions start .. start + W - 1 now hold their items), items int32[G, batch, W]
 // (the item at each position), a (the new pending value).
-// Positions outside [0, n_pad) are never written and read as 0, as the JAX version does.
+// Positions outside [0, n_pad) are never written and read as 0, as the JAX version does. A row
+// may be shorter than the blocks reach (the engine keeps rows of the stream's length, so that
+// they are the Outcome's items without a copy): the last block's positions past the row then
+// store no item (their partners are themselves, past the row too).
 
 #include <Python.h>
 
@@ -78,11 +81,14 @@ T Row(T* row, const int32_t* partner, int64_t jp, T a, int32_t start, int32_t* o
     jp = partner[k];
     const T item = (jp >= 0 && jp < n_pad) ? row[jp] : T(0);
     out[k] = static_cast<int32_t>(item);
-    // dynamic_slice's clamping, as in the JAX version (a block never reaches past n_pad)
-    int64_t p = static_cast<int64_t>(start) + k;
-    p = p < 0 ? 0 : (p >= n_pad ? n_pad - 1 : p);
+    // dynamic_slice's clamping, as in the JAX version, for the pending value; a row as long as
+    // the stream (the engine's layout) ends before the last block does, and its positions past
+    // the row (past the stream: partner p, never written) store no item
+    const int64_t at = static_cast<int64_t>(start) + k;
+    const int64_t p = at < 0 ? 0 : (at >= n_pad ? n_pad - 1 : at);
     a = row[p];
-    if (write_items) row[p] = item;  // p is final (jp == p: the deferred write stores it again)
+    // p is final (jp == p: the deferred write stores it again)
+    if (write_items && at == p) row[p] = item;
   }
   return a;  // deferred to the next block
 }

@@ -316,14 +316,20 @@ def perm_dtype(n_pad: int):
     return jnp.int16 if n_pad < 2**15 else jnp.int32
 
 
-def _shuffle_init(batch: int, n_pad: int, native: Optional[bool] = None) -> _Shuffle:
+def _shuffle_init(batch: int, n_pad: int, native: Optional[bool] = None,
+                  n: Optional[int] = None) -> _Shuffle:
     """The identity permutations, in the compiled block's layout where it runs (``native``
-    None: :func:`svtjax._native.fisher_yates_target` decides)."""
+    None: :func:`svtjax._native.fisher_yates_target` decides). The compiled block's rows are
+    ``n`` long (default ``n_pad``): with the stream's own length they serve as the Outcome's
+    items without a copy (positions past the stream, whose partners are themselves, store
+    nothing; partners drawn anywhere else in ``[n, n_pad)`` would be dropped, so only the
+    engine's own draws may use it)."""
     dtype = perm_dtype(n_pad)
     if native is None:
         native = _native.fisher_yates_target() is not None
     if native:
-        perm = jnp.broadcast_to(jnp.arange(n_pad, dtype=dtype)[None, :], (batch, n_pad))
+        row = n_pad if n is None else n
+        perm = jnp.broadcast_to(jnp.arange(row, dtype=dtype)[None, :], (batch, row))
         return _Shuffle(perm, jnp.zeros((batch,), jnp.int32), jnp.zeros((batch,), dtype),
                         jnp.arange(batch, dtype=jnp.int32))
     perm = jnp.broadcast_to(jnp.arange(n_pad, dtype=dtype)[:, None], (n_pad, batch))
@@ -566,13 +572,14 @@ def _loop(mech, lay: _Layout, batch: int, z0: dict, work_src, get_block, q, t, o
     state = jax.vmap(lambda z: mech.init({name: init_scales[name] * z[name]
                                           for name in init_scales}))(z0)
     buf = lay.buffer
-    fy = _shuffle_init(batch, lay.n_pad) if shuffle else None
     # The compiled block leaves each trial's order in the first positions of its permutation
-    # row (never moved by the compaction), which then serve as the Outcome's items; otherwise
-    # (the pure-JAX block, whose compaction gathers permutations; retraversal, whose later
-    # passes read the first pass's items; pre-drawn Draws, whose partners may be anything)
-    # they are written to a buffer block by block.
-    in_perm = from_perm and fy is not None and fy.slot is not None and lay.passes == 1
+    # row (never moved by the compaction), which then serve as the Outcome's items, its rows as
+    # long as the stream (no copy); otherwise (the pure-JAX block, whose compaction gathers
+    # permutations; retraversal, whose later passes read the first pass's items; pre-drawn
+    # Draws, whose partners may be anything) they are written to a buffer block by block.
+    native = _native.fisher_yates_target() is not None
+    in_perm = from_perm and shuffle and native and lay.passes == 1
+    fy = _shuffle_init(batch, lay.n_pad, native, lay.n if in_perm else None) if shuffle else None
     rows = _Rows(
         state=state,
         done=jnp.zeros((batch,), bool),
@@ -622,7 +629,7 @@ def _loop(mech, lay: _Layout, batch: int, z0: dict, work_src, get_block, q, t, o
         return _finish(mech, lay, rows, dtype)
     rows, perm = compacting_block_loop(body, lambda r: ~r.done, rows, (fy, work_src, offsets),
                                        total, take_work=take_work, shared=lambda w: w[0].perm)
-    return _finish(mech, lay, rows, dtype, perm[:, :lay.n])
+    return _finish(mech, lay, rows, dtype, perm)
 
 
 def _finish(mech, lay: _Layout, rows: _Rows, dtype, perm: Optional[Array] = None) -> Outcome:
