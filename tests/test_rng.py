@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from svtjax import _rng
+from svtjax.mechanisms.base import BLOCK, block_variates, num_blocks, stream_key, stream_order
 from svtjax.noise import FAMILIES
 
 
@@ -42,6 +43,77 @@ def test_block_prefixes_equal_whole_blocks(family, dtype):
                                       np.asarray(whole[:, :width]), err_msg=f"W={width}")
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("family", sorted(_rng.TRANSFORMS))
+def test_initial_variates_equal_jax_random(family, dtype):
+    """A trial's once-per-run variates (e.g. the threshold noise), drawn by the engine and by
+    ``draw`` through the unrolled sampler: ``standard(stream_key(key, name), ())`` bit for
+    bit, for a batch of keys and for one key."""
+    from svtjax.mechanisms._engine import _initial_variates
+
+    cls = FAMILIES[family]
+    keys = jax.random.split(jax.random.key(17), 257)
+    want = jax.vmap(lambda k: cls.standard(stream_key(k, "threshold"), (), dtype))(keys)
+    got = _initial_variates(keys, _rng.key_data(keys), "threshold", cls, dtype)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    one = _initial_variates(keys[3], _rng.key_data(keys[3]), "threshold", cls, dtype)
+    assert one.shape == () and np.asarray(one) == np.asarray(want[3])
+
+
+def _documented_draw(mech, key, n, dtype):
+    """A trial's Draws as ``svtjax.mechanisms.base`` defines them, through ``jax.random``."""
+    out = {name: type(noise).standard(stream_key(key, name), (), dtype)
+           for name, noise in mech.initial_streams().items()}
+    nb = num_blocks(n)
+    for name, noise in mech.streams().items():
+        standard = type(noise).standard
+        blocks = jax.vmap(lambda b, s=name, f=standard: block_variates(
+            stream_key(key, s), b, f, dtype))(jnp.arange(mech.passes() * nb))
+        out[name] = blocks.reshape(mech.passes(), nb * BLOCK)[:, :n].reshape(-1)
+    out["order"] = stream_order(stream_key(key, "order"), n).astype(jnp.int32)
+    return out
+
+
+def _draw_signatures():
+    """One registered threshold mechanism per (noise families, several passes or one)."""
+    import svtjax
+    from tests.cases import CASES, build
+
+    seen = {}
+    for case in CASES:
+        mech = build(case, np.random.default_rng(0))
+        if not hasattr(mech, "initial_streams"):
+            continue
+        sig = (tuple(sorted((k, type(v).__name__) for k, v in mech.initial_streams().items())),
+               tuple(sorted((k, type(v).__name__) for k, v in mech.streams().items())),
+               mech.passes() > 1)
+        seen.setdefault(sig, case)
+    del svtjax
+    return list(seen.values())
+
+
+@pytest.mark.parametrize("case", _draw_signatures(), ids=lambda c: c.id)
+def test_draw_equals_the_documented_jax_random_streams(case):
+    """``Mechanism.draw`` with Threefry keys (the unrolled sampler) returns the numbers its
+    definition gives through ``jax.random`` (block-keyed streams, every pass, the swap
+    partners), bit for bit, on a stream of several blocks whose last is partial."""
+    from tests.cases import build
+
+    mech = build(case, np.random.default_rng(0))
+    keys = jax.random.split(jax.random.key(29), 4)
+    n = 2 * BLOCK + 3
+    for dtype in (np.float32, np.float64):
+        got, want = jax.jit(jax.vmap(lambda k: (mech.draw(k, n, shuffle=True, dtype=dtype),
+                                                 _documented_draw(mech, k, n, dtype))))(keys)
+        got = dict(got.items())
+        assert set(got) == set(want)
+        for name in want:
+            assert got[name].dtype == want[name].dtype, name
+            np.testing.assert_array_equal(np.asarray(got[name]), np.asarray(want[name]),
+                                          err_msg=f"{case.id} {name} {np.dtype(dtype).name}")
+
+
 def test_random_bits_and_fold_in_equal_jax_random():
     keys = jax.random.split(jax.random.key(5), 100)
     kd = _rng.key_data(keys)
@@ -65,7 +137,8 @@ def test_block_draws_are_hashed_once_per_block_on_cpu(shuffle, n):
     (the headline kernel held four copies per loop); the engine draws inside a conditional
     (``svtjax.mechanisms._engine.DRAW_ONCE``) so that each block is hashed once: one hash per
     compaction level for the query noise, and with a random order two more (the swap indices'
-    first attempt and the redraw loop of Lemire's rejection)."""
+    first attempt and the redraw loop of Lemire's rejection); and once per chunk the threshold
+    noise (one variate per trial, drawn before the loop inside a conditional of its own)."""
     if jax.default_backend() != "cpu":
         pytest.skip("DRAW_ONCE is a CPU setting")
     import svtjax
@@ -80,7 +153,7 @@ def test_block_draws_are_hashed_once_per_block_on_cpu(shuffle, n):
     # one narrow block, whose one-iteration loop XLA replaces by its body (the conditional's
     # predicate must not fold then: ``_engine._once``).
     levels = len(bucket_sizes(trials)[:-(-n // 64)])
-    assert copies == levels * (3 if shuffle else 1)
+    assert copies == levels * (3 if shuffle else 1) + len(mech.initial_streams())
 
 
 def test_mulhi32_words_match_the_64_bit_product():

@@ -144,15 +144,49 @@ def _pass_variates(skey: Key, n: int, passes: int, standard, dtype) -> Array:
     return blocks.reshape(passes, nb * BLOCK)[:, :n].reshape(-1)
 
 
+def _initial_variates(keys: Key, kd: Optional[Array], name: str, family, dtype) -> Array:
+    """``family.standard(stream_key(key, name), (), dtype)`` for every key of ``keys`` (any
+    batch shape). With their raw Threefry key data ``kd`` (uint32[..., 2]) and a family that
+    has an unrolled sampler, computed by ``svtjax._rng`` (the same numbers, ``tests/
+    test_rng.py``): that stages as plain integer operations, where ``jax.random``'s
+    ``fold_in`` and ``random_bits`` re-trace and lower the hash at every lowering of a program
+    (about 15 ms of each engine program's staging on the 2-core CPU)."""
+    fast = _rng.fast_standard(family)
+    if kd is not None and fast is not None:
+        return fast(_rng.fold_in(kd, np.uint32(stream_id(name))), 1, dtype)[..., 0]
+    one = lambda k: family.standard(stream_key(k, name), (), dtype)  # noqa: E731
+    for _ in range(jnp.ndim(keys)):
+        one = jax.vmap(one)
+    return one(keys)
+
+
 def draw(mech, key: Key, n: int, *, shuffle: bool, dtype: DTypeLike) -> Draws:
-    """Every random number of one trial on a stream of ``n`` queries (standard variates)."""
-    out = {name: family.standard(stream_key(key, name), (), dtype)
+    """Every random number of one trial on a stream of ``n`` queries (standard variates):
+    stream ``name``'s position k·n + i (pass k) from block k·nb + i // BLOCK of
+    ``stream_key(key, name)``, as :func:`svtjax.mechanisms.base.stream_variates` and
+    ``stream_order`` define them; with a Threefry key through ``svtjax._rng``'s unrolled
+    sampler (:func:`_initial_variates`), the same numbers as the lazy engine draws."""
+    kd = _rng.key_data(key)
+    out = {name: _initial_variates(key, kd, name, family, dtype)
            for name, family in _families(mech.initial_streams()).items()}
+    nb = num_blocks(n)
     for name, family in _families(mech.streams()).items():
-        out[name] = _pass_variates(stream_key(key, name), n, mech.passes(), family.standard,
-                                   dtype)
+        fast = _rng.fast_standard(family)
+        if kd is None or fast is None:
+            out[name] = _pass_variates(stream_key(key, name), n, mech.passes(),
+                                       family.standard, dtype)
+            continue
+        skd = _rng.fold_in(kd, np.uint32(stream_id(name)))
+        blocks = fast(_rng.fold_in(skd[None, :], jnp.arange(mech.passes() * nb,
+                                                            dtype=jnp.uint32)), BLOCK, dtype)
+        out[name] = blocks.reshape(mech.passes(), nb * BLOCK)[:, :n].reshape(-1)
     if shuffle:
-        out["order"] = stream_order(stream_key(key, "order"), n)
+        if kd is None:
+            out["order"] = stream_order(stream_key(key, "order"), n).astype(jnp.int32)
+        else:
+            okd = _rng.fold_in(kd, np.uint32(stream_id("order")))
+            out["order"] = fast_block_order(okd[None, :], jnp.arange(nb, dtype=jnp.int32),
+                                            n)[0].reshape(-1)[:n]
     return Draws(out)
 
 
@@ -664,10 +698,13 @@ def run_keys(mech, keys: Key, q: Array, t: Array, *, shuffle: bool,
     :func:`block_width` of the platform)."""
     dtype = q.dtype
     lay = _layout(mech, q.shape[0], width)
-    z0 = {name: jax.vmap(lambda k, f=family: f.standard(stream_key(k, name), (), dtype))(keys)
+    kd = _rng.key_data(keys)
+    # Inside a conditional (_once), as the blocks' draws: each initial variate is hashed once,
+    # not again in every fusion that reads it.
+    z0 = {name: _once(lambda f=family, s=name: _initial_variates(keys, kd, s, f, dtype), 0)
+          if kd is not None else _initial_variates(keys, kd, name, family, dtype)
           for name, family in _families(mech.initial_streams()).items()}
     names = list(mech.streams()) + (["order"] if shuffle else [])
-    kd = _rng.key_data(keys)
     if kd is not None:  # raw Threefry keys: the unrolled sampler (svtjax._rng)
         skeys = {name: _rng.fold_in(kd, np.uint32(stream_id(name))) for name in names}
     else:
