@@ -77,7 +77,6 @@ def _documented_draw(mech, key, n, dtype):
 
 def _draw_signatures():
     """One registered threshold mechanism per (noise families, several passes or one)."""
-    import svtjax
     from tests.cases import CASES, build
 
     seen = {}
@@ -89,7 +88,6 @@ def _draw_signatures():
                tuple(sorted((k, type(v).__name__) for k, v in mech.streams().items())),
                mech.passes() > 1)
         seen.setdefault(sig, case)
-    del svtjax
     return list(seen.values())
 
 
@@ -112,6 +110,36 @@ def test_draw_equals_the_documented_jax_random_streams(case):
             assert got[name].dtype == want[name].dtype, name
             np.testing.assert_array_equal(np.asarray(got[name]), np.asarray(want[name]),
                                           err_msg=f"{case.id} {name} {np.dtype(dtype).name}")
+
+
+def test_other_key_implementations_draw_through_jax_random():
+    """Keys of another implementation (rbg) take the ``jax.random`` path of the initial
+    variates (batched and single keys) and of ``draw`` (streams, passes, swap partners), which
+    gives the documented numbers and an int32 order."""
+    from svtjax.mechanisms._engine import _initial_variates
+    from tests.cases import CASES, build
+
+    cls = FAMILIES["laplace"]
+    keys = jax.random.split(jax.random.key(3, impl="rbg"), 5)
+    want = jax.vmap(lambda k: cls.standard(stream_key(k, "threshold"), (), np.float32))(keys)
+    np.testing.assert_array_equal(
+        np.asarray(_initial_variates(keys, None, "threshold", cls, np.float32)),
+        np.asarray(want))
+    # rbg's numbers depend on batching, so one key is compared with its own unbatched draw
+    one = _initial_variates(keys[2], None, "threshold", cls, np.float32)
+    assert one.shape == ()
+    assert np.asarray(one) == np.asarray(cls.standard(stream_key(keys[2], "threshold"), (),
+                                                      np.float32))
+    case = next(c for c in CASES if c.name == "svt-retr")
+    mech = build(case, np.random.default_rng(0))
+    n = 2 * BLOCK + 3
+    got, want = jax.jit(jax.vmap(lambda k: (mech.draw(k, n, shuffle=True, dtype=np.float32),
+                                             _documented_draw(mech, k, n, np.float32))))(keys)
+    got = dict(got.items())
+    assert set(got) == set(want)
+    for name in want:
+        assert got[name].dtype == want[name].dtype, name
+        np.testing.assert_array_equal(np.asarray(got[name]), np.asarray(want[name]), err_msg=name)
 
 
 def test_random_bits_and_fold_in_equal_jax_random():

@@ -138,10 +138,15 @@ def _pass_variates(skey: Key, n: int, passes: int, standard, dtype) -> Array:
     pass), so every pass starts on a block boundary. One pass is ``stream_variates``."""
     if passes == 1:
         return stream_variates(skey, n, standard, dtype)
-    nb = num_blocks(n)
     blocks = jax.vmap(lambda g: block_variates(skey, g, standard, dtype))(
-        jnp.arange(passes * nb))
-    return blocks.reshape(passes, nb * BLOCK)[:, :n].reshape(-1)
+        jnp.arange(passes * num_blocks(n)))
+    return _passes_of(blocks, n, passes)
+
+
+def _passes_of(blocks: Array, n: int, passes: int) -> Array:
+    """float[passes * n] from a stream's blocks [passes · nb, BLOCK] (each pass starts on a
+    block boundary and uses its first n positions)."""
+    return blocks.reshape(passes, -1)[:, :n].reshape(-1)
 
 
 def _initial_variates(keys: Key, kd: Optional[Array], name: str, family, dtype) -> Array:
@@ -179,7 +184,7 @@ def draw(mech, key: Key, n: int, *, shuffle: bool, dtype: DTypeLike) -> Draws:
         skd = _rng.fold_in(kd, np.uint32(stream_id(name)))
         blocks = fast(_rng.fold_in(skd[None, :], jnp.arange(mech.passes() * nb,
                                                             dtype=jnp.uint32)), BLOCK, dtype)
-        out[name] = blocks.reshape(mech.passes(), nb * BLOCK)[:, :n].reshape(-1)
+        out[name] = _passes_of(blocks, n, mech.passes())
     if shuffle:
         if kd is None:
             out["order"] = stream_order(stream_key(key, "order"), n).astype(jnp.int32)
