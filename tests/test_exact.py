@@ -148,6 +148,37 @@ def test_inverse_means_with_sure_items_and_mu_just_above_a_panel_edge():
             np.testing.assert_allclose(inv[m], 1.0 / (m + 1), rtol=1e-12, err_msg=f"{m} {tiny}")
 
 
+@pytest.mark.parametrize("laguerre", [False, True], ids=["legendre", "laguerre"])
+def test_inverse_means_grouped_logarithms_match_one_log_per_factor(laguerre):
+    """float64 sums one log per product of ``_laws.LOG_GROUP`` factors: the same quadrature as
+    one log per factor (computed here in numpy from the same nodes) up to rounding, also with
+    sure items (p = 1, the smallest factors) and μ an ulp above a panel edge."""
+    rng = np.random.default_rng(11)
+    nb = 3
+    cases = []
+    for mu_target in ((45.0, 80.0) if laguerre else (0.7, 6.0, 15.0, 39.0)):
+        p = rng.uniform(0, 1, nb * _laws._BLOCK) ** 3
+        p *= mu_target / p.sum()
+        cases.append(np.minimum(p, 1.0))
+    if not laguerre:  # sure items in one group of 8 and μ just above the edge 6
+        p = np.zeros(nb * _laws._BLOCK)
+        p[:6], p[6] = 1.0, 4e-16
+        cases.append(p)
+    with jax.enable_x64(True):
+        P = jnp.asarray(np.stack(cases, axis=-1)).reshape(nb, _laws._BLOCK, -1)
+        Q = 1 - P
+        mu = jnp.sum(P, axis=(0, 1))
+        assert P.dtype == jnp.float64
+        got = np.asarray(_laws._inverse_means(P, Q, mu, jnp.float64, laguerre))
+        s, oms, weight, log_factor = (np.asarray(x) for x in
+                                      _laws._inverse_mean_nodes(mu, jnp.float64, laguerre))
+    p, q = np.asarray(P).reshape(-1, P.shape[-1]), np.asarray(Q).reshape(-1, P.shape[-1])
+    factors = q[:, None] + p[:, None] * oms[None]  # [items, nodes, cases]
+    A = weight * np.exp(log_factor + np.log(factors).sum(axis=0))
+    want = (A[None] / factors).sum(axis=1).reshape(got.shape)
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=0)
+
+
 def test_optimal_allocation_refuses_a_nan_objective(monkeypatch):
     """A search point whose exact objective is not finite raises, naming the share, instead of
     being taken as the optimum (``np.argmax`` ranks nan first, so the table showed θ = 0.001
