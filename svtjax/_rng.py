@@ -76,6 +76,23 @@ def fold_in(kd: Array, data) -> Array:
     return jnp.stack([o0, o1], axis=-1)
 
 
+def fold_in_keys(keys: Array, data) -> Array:
+    """``jax.random.fold_in(k, d)`` for typed keys ``keys`` and uint32 ``data``, broadcast
+    against each other (one key and many data, or many keys and one datum): typed keys of the
+    broadcast shape, the same keys as ``jax.random.fold_in``. Threefry keys are hashed by the
+    unrolled :func:`threefry2x32`, which costs a program's lowering far less than
+    ``jax.random``'s (it re-traces the hash at every lowering); other implementations go
+    through ``jax.random.fold_in``."""
+    kd = key_data(keys)
+    data = jnp.asarray(data, jnp.uint32)
+    if kd is None:
+        shape = jnp.broadcast_shapes(keys.shape, data.shape)
+        flat_k = jnp.broadcast_to(keys, shape).reshape(-1)
+        flat_d = jnp.broadcast_to(data, shape).reshape(-1)
+        return jax.vmap(jax.random.fold_in)(flat_k, flat_d).reshape(shape)
+    return jax.random.wrap_key_data(fold_in(kd, data), impl=jax.random.key_impl(keys))
+
+
 def random_bits(kd: Array, n: int, bits: int = 32) -> Array:
     """``jax.random.bits(key, (n,))`` for every raw key of ``kd`` [..., 2] -> uint[..., n]
     (JAX's partitionable layout: the 64-bit counter i as (hi, lo) words, 32-bit output

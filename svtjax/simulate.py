@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from svtjax import _validate
+from svtjax import _rng, _validate
 from svtjax._core import Outcome
 from svtjax.mechanisms.base import Mechanism
 
@@ -198,16 +198,16 @@ def _one_point(mech, queries, thresholds, root, start, reduce, extra, *, chunk, 
     if num_devices > 1:
         idx = jax.lax.with_sharding_constraint(
             idx, NamedSharding(_mesh(num_devices), PartitionSpec("trials")))
-    keys = jax.vmap(lambda t: jax.random.fold_in(root, t))(idx)
-    aux_root = jax.random.fold_in(root, AUX_STREAM)
-    aux = jax.vmap(lambda t: jax.random.fold_in(aux_root, t))(idx)
+    # jax.random.fold_in's keys, through svtjax._rng (cheaper to lower in every program)
+    keys = _rng.fold_in_keys(root, idx)
+    aux = _rng.fold_in_keys(_rng.fold_in_keys(root, AUX_STREAM), idx)
     offsets = None
     per_trial_t = jnp.full(idx.shape, jnp.nan, queries.dtype)
     if rule is not None:  # each trial draws its own threshold (added to ``thresholds``)
         desc = jnp.sort(queries)[::-1]
         draw, c = rule
-        offsets = jax.vmap(lambda a: draw(jax.random.fold_in(a, 0), desc, extra[c]))(
-            aux).astype(queries.dtype)
+        offsets = jax.vmap(lambda a: draw(a, desc, extra[c]))(
+            _rng.fold_in_keys(aux, 0)).astype(queries.dtype)
         per_trial_t = offsets
 
     def run(idx, keys, aux, offsets, per_trial_t):
@@ -215,8 +215,7 @@ def _one_point(mech, queries, thresholds, root, start, reduce, extra, *, chunk, 
                              width=width)
         if mode == "outcome":
             return out
-        ctx = TrialContext(idx, per_trial_t, jax.vmap(lambda a: jax.random.fold_in(a, 1))(aux),
-                           mech, extra)
+        ctx = TrialContext(idx, per_trial_t, _rng.fold_in_keys(aux, 1), mech, extra)
         return reduce(out, ctx)
 
     batch = (idx, keys, aux, offsets, per_trial_t)

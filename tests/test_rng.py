@@ -5,6 +5,8 @@ keys and block indices (the way the engine keys its streams: ``fold_in(stream_ke
 BLOCK variates), and for raw bits (the Fisher–Yates swap indices).
 """
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -153,9 +155,71 @@ def test_random_bits_and_fold_in_equal_jax_random():
     np.testing.assert_array_equal(np.asarray(_rng.random_bits(kd, 64)), np.asarray(want))
 
 
+@pytest.mark.parametrize("impl", ["threefry2x32", "rbg"])
+def test_fold_in_keys_equals_jax_random_fold_in(impl):
+    """``_rng.fold_in_keys`` (simulate's trial keys) gives ``jax.random.fold_in``'s keys, of the
+    same implementation: one key with many data, many keys with one datum, in and out of jit."""
+    root = jax.random.key(7, impl=impl)
+    keys = jax.random.split(root, 50)
+    data = jnp.asarray([0, 1, 2, 77, 2**31 - 1], jnp.int32)
+    cases = [(root, data, jax.vmap(lambda d: jax.random.fold_in(root, d))(data)),
+             (keys, 3, jax.vmap(lambda k: jax.random.fold_in(k, 3))(keys)),
+             (root, 4_000_000_000, jax.random.fold_in(root, np.uint32(4_000_000_000)))]
+    for k, d, want in cases:
+        for fn in (_rng.fold_in_keys, jax.jit(_rng.fold_in_keys)):
+            got = fn(k, d)
+            assert jax.random.key_impl(got) == jax.random.key_impl(want)
+            assert got.shape == want.shape
+            np.testing.assert_array_equal(np.asarray(jax.random.key_data(got)),
+                                          np.asarray(jax.random.key_data(want)))
+
+
 def test_other_key_implementations_are_not_claimed():
     assert _rng.key_data(jax.random.key(0, impl="rbg")) is None
     assert _rng.fast_standard(FAMILIES["zero"]) is None
+
+
+def _hash_fusions_by_scope(hlo: str) -> tuple[int, int]:
+    """Call sites of fusions holding a full Threefry hash (``bench_draw_once.threefry_copies``'s
+    criterion) in a compiled program's text: (inside a ``while`` loop or a conditional branch,
+    anywhere else)."""
+    from benchmarks.bench_draw_once import threefry_copies
+
+    comps, name = {}, None
+    for line in hlo.splitlines():
+        if line and not line[0].isspace() and line.rstrip().endswith("{"):
+            name = line.replace("ENTRY ", "").split()[0].lstrip("%")
+            comps[name] = []
+        elif name is not None:
+            comps[name].append(line)
+    ref = r"%([\w.\-]+)"
+    refs = {c: set(re.findall(r"(?:calls|body|condition|to_apply|true_computation|"
+                              r"false_computation)=" + ref, "\n".join(body)))
+            | {r for group in re.findall(r"branch_computations=\{([^}]*)\}", "\n".join(body))
+               for r in re.findall(ref, group)}
+            for c, body in comps.items()}
+    scoped = {r for body in comps.values() for r in re.findall(
+        r"(?:body|condition|true_computation|false_computation)=" + ref, "\n".join(body))}
+    scoped |= {r for body in comps.values()
+               for group in re.findall(r"branch_computations=\{([^}]*)\}", "\n".join(body))
+               for r in re.findall(ref, group)}
+    todo = list(scoped)
+    while todo:  # everything a loop body or a branch calls runs there too
+        for r in refs.get(todo.pop(), ()):
+            if r not in scoped:
+                scoped.add(r)
+                todo.append(r)
+    hashed = {c for c, body in comps.items() if c.startswith("fused")
+              and threefry_copies("%" + c + " () {\n" + "\n".join(body)) == 1}
+    inside = outside = 0
+    for c, body in comps.items():
+        sites = sum(len(re.findall(r"calls=%" + re.escape(h) + r"(?![\w.\-])", "\n".join(body)))
+                    for h in hashed)
+        if c in scoped:
+            inside += sites
+        else:
+            outside += sites
+    return inside, outside
 
 
 @pytest.mark.parametrize("n", [300, 5], ids=["5-blocks", "1-block"])
@@ -166,22 +230,27 @@ def test_block_draws_are_hashed_once_per_block_on_cpu(shuffle, n):
     (``svtjax.mechanisms._engine.DRAW_ONCE``) so that each block is hashed once: one hash per
     compaction level for the query noise, and with a random order two more (the swap indices'
     first attempt and the redraw loop of Lemire's rejection); and once per chunk the threshold
-    noise (one variate per trial, drawn before the loop inside a conditional of its own)."""
+    noise (one variate per trial, drawn before the loop inside a conditional of its own).
+    Outside every loop and conditional, once per chunk: the trial keys, whose hash XLA may
+    fuse into each stream's key derivation (at most one fusion per stream)."""
     if jax.default_backend() != "cpu":
         pytest.skip("DRAW_ONCE is a CPU setting")
     import svtjax
-    from benchmarks.bench_draw_once import _compiled
+    from benchmarks.bench_draw_once import _compiled, threefry_copies
     from svtjax._loops import bucket_sizes
 
     mech = svtjax.get("svt-s", epsilon=1.0, c=3)
     trials = 160
     q = np.arange(float(n))
-    _, _, copies = _compiled(mech, q, n / 2, trials, shuffle, None, once=True)
+    compiled, _, copies = _compiled(mech, q, n / 2, trials, shuffle, None, once=True)
+    inside, outside = _hash_fusions_by_scope(compiled.as_text())
+    assert inside + outside == copies == threefry_copies(compiled.as_text())
     # A level runs at least one block (svtjax._loops): 300 items make 5 blocks of 64, and 5 items
     # one narrow block, whose one-iteration loop XLA replaces by its body (the conditional's
     # predicate must not fold then: ``_engine._once``).
     levels = len(bucket_sizes(trials)[:-(-n // 64)])
-    assert copies == levels * (3 if shuffle else 1) + len(mech.initial_streams())
+    assert inside == levels * (3 if shuffle else 1) + len(mech.initial_streams())
+    assert outside <= len(mech.streams()) + shuffle
 
 
 def test_mulhi32_words_match_the_64_bit_product():
