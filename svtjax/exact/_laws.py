@@ -526,10 +526,10 @@ def _inverse_means(Pb, Qb, mu, dtype, laguerre: bool, grouped: bool = False, tie
     logarithms, which were about half of a random-order evaluation: zipf, c = 25, 0.69 s ->
     0.57 s warm). Each factor is 1 − p_j s_t ≥ 1 − s_t, which the nodes keep above 3e-18
     (Legendre: at least (b − a)(1 − u)/μ with 1 − u ≥ 0.034, and (b − a)/μ ≥ 2^-53 on the
-    panel that ends at μ, ≥ 1/40 on a whole one; Laguerre: s_t = y/μ < 1, so 1 − s_t ≥ 2^-53),
-    so a product of 8 is above 1e-141 and never underflows; it adds
-    7 roundings per 8 factors to the sum of logs (relative ~1e-15). float32 keeps one log per
-    factor: its products of 8 could underflow.
+    panel that ends at μ, ≥ 1/μ on a whole one; Laguerre: s_t = y/μ < 1, so 1 − s_t ≥ 2^-53),
+    so a product of 8 is above 1e-141 and never underflows; it adds 7 roundings per 8 factors
+    to the sum of logs (relative ~1e-15). float32 keeps one log per factor: its products of 8
+    could underflow.
     """
     s, oms, weight, log_factor = _inverse_mean_nodes(mu, dtype, laguerre)
 
