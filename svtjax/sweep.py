@@ -16,6 +16,7 @@ A sweep is described by a TOML file or an equivalent dict (:func:`load_config`):
     points_per_batch = "auto"     # points vmapped together in one call (see below)
     quantiles = [0.5]             # optional: per-trial quantiles of every metric (columns q0.5)
     exact = false                 # true: exact expected metrics beside them (see below)
+    exact_accuracy = { kink_tol = 1e-4 }   # optional: the exact rule's error targets
 
     [grid]                        # axes shared by every mechanism that takes the parameter
     epsilon = [0.1, 0.5, 1.0]
@@ -88,20 +89,27 @@ threshold_t)`` trial by trial.
 
 Exact columns (``exact = true``): every point whose mechanism has an exact law
 (``svtjax.exact.supported()``: single-pass Figure 1 rules; resampling only with ``shuffle =
-false``) gets the columns ``exact_ser``, ``exact_ncr``, ``exact_picks``, ``exact_correct``
-(E[|S ∩ Top-c|]) and, beside a Monte Carlo metric of the same name and definition,
-``exact_ncs``, ``exact_recall``, ``exact_fnr``, ``exact_evaluated`` (a fraction of the stream)
-and ``exact_cost`` (:data:`EXACT_METRICS`): ``svtjax.exact.expected_metrics`` of the point's
-mechanism, scores, threshold, order and c, computed once per point on the host (CPU), in
-float64 where ``jax_enable_x64`` is on (recommended: ``dtype = "float64"``; in float32 the
-exact values carry about 1e-6 of rounding, and the run says so in one line). The other points'
-exact columns are empty, and the run logs one line per mechanism saying why; a per-trial
-threshold rule has no single threshold to integrate over, so all are empty (one line).
-``exact`` is not part of a point's hash: the Monte Carlo numbers do not depend on it, so
-turning it on or off reuses every finished point. The exact values are stored in the point's
-record with the float dtype they were computed in; a reused record without them (or computed in
-another dtype) gets them computed and rewritten, and a sweep without ``exact`` ignores them, so
-no resumed row is wrong either way.
+false``) gets the columns ``exact_ser``, ``exact_ncr``, ``exact_picks``, ``exact_correct`` (E[|S ∩
+Top-c|]) and, beside a Monte Carlo metric of the same name and definition, ``exact_ncs``,
+``exact_recall``, ``exact_fnr``, ``exact_evaluated`` (a fraction of the stream) and ``exact_cost``
+(:data:`EXACT_METRICS`): ``svtjax.exact.expected_metrics`` of the point's mechanism, scores,
+threshold, order and c, computed once per point on the host (CPU), in float64 where
+``jax_enable_x64`` is on (recommended: ``dtype = "float64"``; in float32 the exact values carry
+about 1e-6 of rounding, and the run says so in one line). The other points' exact columns are
+empty, and the run logs one line per mechanism saying why; a per-trial threshold rule has no
+single threshold to integrate over, so all are empty (one line). ``exact_accuracy`` (optional,
+only with ``exact = true``) sets the quadrature rule's error targets, ``tol`` (per panel; default
+1e-16) and ``kink_tol`` (an unresolved kink of the query noise; default 1e-8), of
+``svtjax.exact.quadrature``: a sweep whose Monte Carlo means have standard errors of 1e-3 loses
+nothing with ``kink_tol = 1e-4``, whose rule has fewer nodes (on the exact groups of ``svtjax
+reproduce lyu2017``, SVT-S in random order on Lyu's Zipf and retail, c = 25 to 300: 10-44% less
+time, E[SER] moved by at most 1.1e-10; ``benchmarks/bench_sweep_exact_accuracy.py``). The targets
+are stored with the point's exact values, and a record computed with other targets is recomputed.
+``exact`` is not part of a point's hash: the Monte Carlo numbers do not depend on it, so turning
+it on or off reuses every finished point. The exact values are stored in the point's record with
+the float dtype they were computed in; a reused record without them (or computed in another dtype)
+gets them computed and rewritten, and a sweep without ``exact`` ignores them, so no resumed row is
+wrong either way.
 
 Output (``out`` directory): ``results.csv`` (tidy: one row per point × metric with mean, std,
 standard error, 95% interval, trials, seconds), ``results.parquet`` when pyarrow is installed,
@@ -177,7 +185,7 @@ EXTRA_METRICS = {
 
 _SWEEP_KEYS = {"name", "seed", "trials", "datasets", "metrics", "shuffle", "threshold",
                "memory_budget_mb", "dtype", "description", "points_per_batch", "quantiles",
-               "plugins", "exact"}
+               "plugins", "exact", "exact_accuracy"}
 _TOP_KEYS = {"sweep", "grid", "mechanisms", "plot"}
 _CSV_FIXED = ["dataset", "mechanism", "label"]
 _CSV_STATS = ["threshold", "metric", "mean", "std", "se", "ci_low", "ci_high", "trials",
@@ -355,6 +363,7 @@ class SweepConfig:
     points_per_batch: Any = "auto"
     quantiles: tuple = ()
     exact: bool = False
+    exact_accuracy: dict = dataclasses.field(default_factory=dict)
     plot: dict = dataclasses.field(default_factory=dict)
     raw: dict = dataclasses.field(default_factory=dict)
     extra_metrics: tuple = ()
@@ -526,6 +535,7 @@ def _validate_config(raw: dict, extra_metrics: tuple = (), threshold_rules: tupl
     if not isinstance(exact, bool):
         raise _fail(f"[sweep] exact must be true or false (true adds the exact expected metrics "
                     f"of svtjax.exact beside the Monte Carlo ones); got {exact!r}")
+    exact_accuracy = _exact_accuracy(sweep, exact)
     dtype = sweep.get("dtype", "float32")
     if not isinstance(dtype, str) or dtype not in ("float32", "float64"):
         raise _fail(f"[sweep] dtype must be \"float32\" or \"float64\"; got {dtype!r}")
@@ -672,7 +682,8 @@ def _validate_config(raw: dict, extra_metrics: tuple = (), threshold_rules: tupl
                          grid=grid, trials=trials, seed=seed, metrics=tuple(metric_list),
                          shuffle=shuffle, threshold=threshold, memory_budget_mb=float(budget),
                          dtype=dtype, points_per_batch=ppb,
-                         quantiles=tuple(float(q) for q in quantiles), exact=exact, plot=plot,
+                         quantiles=tuple(float(q) for q in quantiles), exact=exact,
+                         exact_accuracy=exact_accuracy, plot=plot,
                          raw=raw,
                          extra_metrics=tuple(m for m in extra_metrics if m.name in metric_list),
                          threshold_rules=threshold_rules)
@@ -683,6 +694,37 @@ def _validate_config(raw: dict, extra_metrics: tuple = (), threshold_rules: tupl
     if plot:
         plot_axes(config, points=points)
     return config
+
+
+EXACT_ACCURACY_KEYS = {
+    "tol": "absolute error target per panel of the quadrature rule (default 1e-16)",
+    "kink_tol": "cost of an unresolved kink of the query noise inside a panel (default 1e-8)",
+}
+"""The keys of ``[sweep] exact_accuracy``: error targets of ``svtjax.exact.quadrature``."""
+
+
+def _exact_accuracy(sweep: dict, exact: bool) -> dict:
+    """``[sweep] exact_accuracy``, checked: a table of :data:`EXACT_ACCURACY_KEYS`, each a
+    number in (0, 1), and only with ``exact = true``."""
+    accuracy = sweep.get("exact_accuracy", {})
+    valid = ", ".join(sorted(EXACT_ACCURACY_KEYS))
+    if not isinstance(accuracy, dict):
+        raise _fail(f"[sweep] exact_accuracy must be a table of error targets ({valid}), e.g. "
+                    f"{{ kink_tol = 1e-4 }}; got {accuracy!r}")
+    if accuracy and not exact:
+        raise _fail("[sweep] exact_accuracy is set but exact is not true: it sets the accuracy "
+                    "of the exact columns, so set exact = true or remove it")
+    out = {}
+    for key, value in accuracy.items():
+        if key not in EXACT_ACCURACY_KEYS:
+            raise _fail(f"unknown [sweep] exact_accuracy key {key!r}"
+                        f"{_validate.suggest(key, sorted(EXACT_ACCURACY_KEYS))}; valid: {valid}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                not 0 < value < 1:
+            raise _fail(f"[sweep] exact_accuracy.{key} must be a number in (0, 1) (the "
+                        f"{EXACT_ACCURACY_KEYS[key]}); got {value!r}")
+        out[key] = float(value)
+    return out
 
 
 def _no_duplicates(where: str, values: Sequence) -> None:
@@ -1624,8 +1666,9 @@ class _Exact:
     """The exact columns of one run: which points qualify (and why not), computed per point.
 
     A point's exact values are stored in its record (``"exact"``: the values of
-    ``svtjax.exact.expected_metrics``, n and the float dtype they were computed in) and reused
-    when the record is, unless they were computed in another dtype."""
+    ``svtjax.exact.expected_metrics``, n, the float dtype and the rule's error targets they were
+    computed with) and reused when the record is, unless they were computed in another dtype or
+    with other targets (``exact_accuracy``)."""
 
     def __init__(self, config: SweepConfig, points, mechs, scores_by, log, announce: bool):
         self.config, self.points, self.mechs, self.scores_by = config, points, mechs, scores_by
@@ -1682,7 +1725,18 @@ class _Exact:
 
     def current(self, rec: dict) -> bool:
         ex = rec.get("exact")
-        return isinstance(ex, dict) and ex.get("dtype") == _exact_dtype()
+        return (isinstance(ex, dict) and ex.get("dtype") == _exact_dtype()
+                and ex.get("accuracy", {}) == self.config.exact_accuracy)
+
+    def _rules(self, group: Sequence[int], scores, threshold) -> Optional[list]:
+        """The quadrature rules of a group's mechanisms at the config's ``exact_accuracy``
+        (None: the default rule)."""
+        if not self.config.exact_accuracy:
+            return None
+        from svtjax import exact
+
+        return [exact.quadrature(self.mechs[j], scores, threshold, **self.config.exact_accuracy)
+                for j in group]
 
     def expect(self, indices) -> None:
         """The points whose exact values this run will ask :meth:`compute` for: those sharing a
@@ -1717,12 +1771,13 @@ class _Exact:
         group = ([i] + [j for j in sorted(self.wanted) if j != i and j not in self.ready
                         and self._key(j) == key])[:_EXACT_GROUP]
         self.wanted -= set(group)
+        threshold = _threshold(self.config, scores, p.c)
         try:
             with _on_host():
                 many = exact.expected_metrics_many(
-                    [self.mechs[j] for j in group], scores,
-                    _threshold(self.config, scores, p.c), shuffle=self.config.shuffle,
-                    c=p.c)
+                    [self.mechs[j] for j in group], scores, threshold,
+                    shuffle=self.config.shuffle, c=p.c,
+                    rules=self._rules(group, scores, threshold))
         except ValueError:
             if len(group) == 1:
                 many = None
@@ -1733,15 +1788,18 @@ class _Exact:
         if many is None:
             try:
                 with _on_host():
-                    many = [exact.expected_metrics(self.mechs[i], scores,
-                                                   _threshold(self.config, scores, p.c),
-                                                   shuffle=self.config.shuffle, c=p.c)]
+                    rules = self._rules([i], scores, threshold)
+                    many = [exact.expected_metrics(self.mechs[i], scores, threshold,
+                                                   shuffle=self.config.shuffle, c=p.c,
+                                                   rule=None if rules is None else rules[0])]
             except ValueError as err:
                 self.why[i] = _why(err)
                 self._say(p.label, p.mechanism, self.why[i])
                 return None
         for j, values in zip(group, many):
             self.ready[j] = {"dtype": _exact_dtype(), "n": int(scores.shape[0]),
+                             **({"accuracy": dict(self.config.exact_accuracy)}
+                                if self.config.exact_accuracy else {}),
                              "values": {k: float(v) for k, v in values.items()}}
         return self.ready.pop(i)
 
@@ -1766,7 +1824,8 @@ class _Exact:
         for i, reason in self.why.items():
             empty.setdefault(self.points[i].label, reason)
         return {"columns": {c: EXACT_METRICS[c[len("exact_"):]] for c in cols},
-                "dtype": _exact_dtype(), "empty": empty}
+                "dtype": _exact_dtype(), "accuracy": dict(self.config.exact_accuracy),
+                "empty": empty}
 
 
 def _prepared(config: SweepConfig, mechs: Sequence, cs: Sequence[int], dtype) -> dict:

@@ -197,3 +197,63 @@ def test_points_sharing_dataset_c_and_law_structure_are_evaluated_in_one_call(tm
         want = exact.expected_metrics(mech, scores, svtjax.datasets.lyu_threshold(scores, r["c"]),
                                       c=r["c"])
         np.testing.assert_allclose(r["exact_ser"], float(want["ser"]), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("entry, message", [
+    ("exact_accuracy = { kink_tol = 0 }", "[sweep] exact_accuracy.kink_tol must be a number in "
+                                          "(0, 1)"),
+    ("exact_accuracy = { tol = 1.5 }", "[sweep] exact_accuracy.tol must be a number in (0, 1)"),
+    ("exact_accuracy = { tol = true }", "[sweep] exact_accuracy.tol must be a number in (0, 1)"),
+    ('exact_accuracy = { kink_tol = "1e-4" }', "exact_accuracy.kink_tol must be a number"),
+    ("exact_accuracy = { kinktol = 1e-4 }", "unknown [sweep] exact_accuracy key 'kinktol' "
+                                            "(did you mean 'kink_tol'?); valid: kink_tol, tol"),
+    ("exact_accuracy = 1e-4", "[sweep] exact_accuracy must be a table of error targets"),
+])
+def test_a_bad_exact_accuracy_exits_2_with_one_line(tmp_path, monkeypatch, entry, message):
+    path = _toml(tmp_path, TOML.replace("exact = true", f"exact = true\n{entry}"))
+    with no_kernels(monkeypatch):
+        code, out, err = run_cli(["sweep", str(path), "--out", str(tmp_path / "o"), "--no-plot"])
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and message in err, err
+    assert not (tmp_path / "o" / "points").exists()
+
+
+def test_exact_accuracy_without_exact_is_refused(tmp_path):
+    """Nothing is silently ignored: error targets for exact columns the sweep does not make."""
+    text = TOML.replace("exact = true", "exact = false\nexact_accuracy = { kink_tol = 1e-4 }")
+    with pytest.raises(sweep.SweepConfigError, match="exact_accuracy is set but exact is not"):
+        sweep.load_config(_toml(tmp_path, text))
+
+
+def test_exact_accuracy_sets_the_rule_and_a_change_recomputes_the_exact_values(tmp_path,
+                                                                               monkeypatch):
+    """``exact_accuracy`` reaches ``svtjax.exact.quadrature``: the exact columns equal
+    ``expected_metrics`` on that rule (and differ from the default rule's), the targets are
+    stored in the point record and results.json, and a resumed sweep with other targets reuses
+    the Monte Carlo numbers but recomputes the exact ones."""
+    coarse = {"tol": 1e-3, "kink_tol": 0.5}
+    raw = sweep.load_config(_toml(tmp_path)).raw
+    raw["sweep"]["exact_accuracy"] = dict(coarse)
+    out = tmp_path / "out"
+    with no_kernels(monkeypatch):
+        res = sweep.run(raw, out, progress=False, log=lambda m: None)
+    scores = svtjax.datasets.zipf(N).scores
+    T = svtjax.datasets.lyu_threshold(scores, C)
+    mech = svtjax.get("svt-s", epsilon=EPS, c=C, monotonic=True)
+    rule = exact.quadrature(mech, scores, T, **coarse)
+    want = float(exact.expected_metrics(mech, scores, T, c=C, rule=rule)["ser"])
+    default = float(exact.expected_metrics(mech, scores, T, c=C)["ser"])
+    assert abs(want - default) > 1e-9  # the coarse rule is told apart from the default one
+    ser = next(r for r in res.rows if r["metric"] == "ser")
+    np.testing.assert_allclose(ser["exact_ser"], want, rtol=0, atol=1e-13)
+    (record,) = [json.loads(p.read_text()) for p in (out / "points").glob("*.json")]
+    assert record["exact"]["accuracy"] == coarse
+    assert json.loads((out / "results.json").read_text())["exact"]["accuracy"] == coarse
+    del raw["sweep"]["exact_accuracy"]  # back to the default rule: recomputed, not reused
+    with no_kernels(monkeypatch):
+        again = sweep.run(raw, out, progress=False, log=lambda m: None)
+    assert again.computed == 0
+    ser = next(r for r in again.rows if r["metric"] == "ser")
+    np.testing.assert_allclose(ser["exact_ser"], default, rtol=0, atol=1e-13)
+    (record,) = [json.loads(p.read_text()) for p in (out / "points").glob("*.json")]
+    assert "accuracy" not in record["exact"]
