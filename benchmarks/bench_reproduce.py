@@ -48,8 +48,8 @@ if __package__ in (None, ""):
 
 from benchmarks.machine import cpu_model, load  # noqa: E402
 
-# Fields added since the first records (cache, per-experiment load, warmup_seconds) are
-# additive, so the schema id stays the one RESULTS.md's renderer reads.
+# Fields added since the first records (cache, per-experiment load, warmup_seconds,
+# warmup_experiments) are additive, so the schema id stays the one RESULTS.md's renderer reads.
 SCHEMA = "svtjax-reproduce/1"
 
 
@@ -156,10 +156,10 @@ def main(argv=None) -> int:
             t0 = time.perf_counter()
             return _run_all(names, args.mode, where, env, root), time.perf_counter() - t0
 
-        warmup = None
+        warmup, warmup_rows = None, None
         if args.cache == "warm":
             print("[reproduce] warm-up pass (recorded as warmup_seconds)", flush=True)
-            _, warmup = run_pass(os.path.join(tmp, "warmup"))
+            warmup_rows, warmup = run_pass(os.path.join(tmp, "warmup"))
         load_start = load()
         rows, total = run_pass(out)
         load_end = load()
@@ -174,8 +174,10 @@ def main(argv=None) -> int:
         "commit": _commit(root), "tree": None if args.tree is None else str(root),
         "experiments": rows, "total_seconds": total,
         "jobs": jobs,
-        # wall time of the first pass of --cache warm (an empty cache: the cold run)
+        # wall time of the first pass of --cache warm (an empty cache: the cold run), and its
+        # per-experiment rows (what each experiment's compilations cost)
         "warmup_seconds": warmup,
+        "warmup_experiments": warmup_rows,
         "all_succeeded": all(r["returncode"] == 0 for r in rows),
         "note": "load averages are recorded per experiment; a loaded (shared) machine makes "
                 "these times longer than on an idle one",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import glob
 import json
+import math
 import os
 import statistics
 from pathlib import Path
@@ -441,9 +442,18 @@ def reproduce_md(results_dir: Path) -> list:
                f"**{rec['warmup_seconds']:.0f} s ({rec['warmup_seconds'] / 60:.1f} min)**"
                if rec.get("warmup_seconds") else "")
             + ("." if rec["all_succeeded"] else "; some experiments failed (exit status below)."),
-            "", "| experiment | wall s | exit status |", "|---|---|---|"]
-    out += [f"| {r['experiment']} | {r['seconds']:.0f} | {r['returncode']} |"
-            for r in rec["experiments"]]
+            ""]
+    # records since 2026-12-02 keep the warm-up pass's per-experiment times too
+    cold = {r["experiment"]: r["seconds"] for r in rec.get("warmup_experiments") or []}
+    if cold:
+        out += ["| experiment | wall s | empty cache s | exit status |", "|---|---|---|---|"]
+        out += [f"| {r['experiment']} | {r['seconds']:.0f} | "
+                f"{cold.get(r['experiment'], math.nan):.0f} | {r['returncode']} |"
+                for r in rec["experiments"]]
+    else:
+        out += ["| experiment | wall s | exit status |", "|---|---|---|"]
+        out += [f"| {r['experiment']} | {r['seconds']:.0f} | {r['returncode']} |"
+                for r in rec["experiments"]]
     return out + [""] + _older_reproduce_md(results_dir, rec)
 
 

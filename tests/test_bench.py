@@ -369,6 +369,29 @@ def test_reproduce_section_sets_an_older_commit_beside_the_latest(tmp_path):
     assert "abcdef0 **500 s** for 2 experiments; above **300 s** for 2" in text
 
 
+def test_reproduce_section_shows_the_empty_cache_pass_per_experiment(tmp_path):
+    """A ``--cache warm`` record keeps the warm-up (empty cache) pass's per-experiment times,
+    and the table shows them beside the warm ones; older records keep the two-column table."""
+    rec = {"schema": "svtjax-reproduce/1", "created": "2026-01-02T00:00:00", "mode": "paper",
+           "cache": "warm", "jobs": 2, "tree": None, "commit": "abcdef0123",
+           "machine": {"machine_id": "m", "cpu_model": "cpu", "logical_cores": 2},
+           "load_average": {"start": [1, 1, 1], "end": [1, 1, 1]},
+           "total_seconds": 300.0, "warmup_seconds": 700.0, "all_succeeded": True,
+           "experiments": [{"experiment": "lyu2017", "seconds": 200.0, "returncode": 0},
+                           {"experiment": "audit", "seconds": 100.0, "returncode": 0}],
+           "warmup_experiments": [{"experiment": "audit", "seconds": 250.0, "returncode": 0},
+                                  {"experiment": "lyu2017", "seconds": 450.0,
+                                   "returncode": 0}]}
+    (tmp_path / "reproduce-a.json").write_text(json.dumps(rec))
+    text = "\n".join(render.reproduce_md(tmp_path))
+    assert "| experiment | wall s | empty cache s | exit status |" in text
+    assert "| lyu2017 | 200 | 450 | 0 |" in text and "| audit | 100 | 250 | 0 |" in text
+    del rec["warmup_experiments"]
+    (tmp_path / "reproduce-a.json").write_text(json.dumps(rec))
+    text = "\n".join(render.reproduce_md(tmp_path))
+    assert "| experiment | wall s | exit status |" in text and "| lyu2017 | 200 | 0 |" in text
+
+
 def test_cost_section_renders_every_record_oldest_first(tmp_path):
     """RESULTS.md's cost breakdown comes from cost_breakdown.py's JSON: every record (a kernel
     change shows as a before/after pair), numbers included."""
