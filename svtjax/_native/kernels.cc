@@ -74,10 +74,12 @@ namespace {
 // Swap partners prefetched this many steps ahead. A partner lies anywhere in the row, and a
 // batch's rows (20 MB at n = 10^4 x 1,000 trials) are far larger than the caches, so nearly
 // every swap misses; the loop's own dependences let the processor overlap only a few misses,
-// and the prefetches keep more in flight. The headline's shuffled run (n = 10^4 x 1,000 trials,
-// full Outcomes + svtjax.selected) took 9-14% less with a distance of 8 in three interleaved
-// A/Bs of 25 rounds (2026-12-02, 2-core VM; distance 4: 9%, 12 and 16 within 1% of 8); at
-// n = 10^3 x 10^4 trials, whose rows are 10x shorter, no change beyond the noise.
+// and the prefetches keep more in flight. 8 was the best of the distances 4, 8, 12 and 16 in
+// interleaved A/Bs on the 2-core VM (2026-12-02; 12 and 16 no better). Against the block without
+// prefetches, the threshold mechanisms ran 1.00-1.24x faster shuffled at n = 10^4 x 1,000
+// trials (median 1.11x; `python benchmarks/bench_versions.py <worktree of 95d85b4> . --mode
+// shuffle --repeats 7`, record versions-2026-12-02T053221.json); at n = 10^3, whose rows are
+// 10x shorter, the A/Bs saw no change beyond the noise.
 constexpr int64_t kPrefetch = 8;
 
 // One batch row's block: the swaps of positions start .. start + width - 1 of its permutation
