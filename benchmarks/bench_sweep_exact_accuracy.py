@@ -1,5 +1,6 @@
-"""A sweep's exact columns at ``[sweep] exact_accuracy = { kink_tol = 1e-4 }`` against the
-default quadrature rule, on the exact groups of ``svtjax reproduce lyu2017 --paper``.
+"""A sweep's exact columns at the ``[sweep] exact_accuracy`` that ``experiments/lyu2017.py`` sets
+(``EXACT_ACCURACY``, or another given with ``--accuracy``) against the default quadrature rule,
+on the exact groups of ``svtjax reproduce lyu2017 --paper``.
 
 lyu2017's sweeps (``experiments/lyu2017.py``, ``exact = true``) evaluate, per dataset and c, one
 ``svtjax.exact.expected_metrics_many`` call for its four SVT-S methods (monotonic; 1:1, 1:3,
@@ -10,6 +11,7 @@ the nodes per law and the largest change of E[SER] (and of every other expected 
 ``benchmarks/results/sweep-exact-accuracy-<machine>-<time>.json``::
 
     python benchmarks/bench_sweep_exact_accuracy.py [--rounds 3] [--out DIR]
+                                                    [--accuracy KEY=VALUE ...]
 """
 
 from __future__ import annotations
@@ -31,17 +33,16 @@ import numpy as np  # noqa: E402
 
 import svtjax  # noqa: E402
 from benchmarks import machine  # noqa: E402
+from experiments.lyu2017 import EXACT_ACCURACY  # noqa: E402
 from svtjax import exact  # noqa: E402
 
-COARSE = {"kink_tol": 1e-4}
-"""What ``experiments/lyu2017.py`` sets as its sweeps' ``exact_accuracy``."""
 CASES = (("lyu-zipf", 25), ("lyu-zipf", 100), ("lyu-zipf", 300), ("retail", 25),
          ("retail", 100), ("retail", 300))
 ALLOCATIONS = ("1:1", "1:3", "1:c", "1:c^(2/3)")
 EPSILONS = (0.1, 0.5)
 
 
-def case(name: str, c: int, rounds: int) -> dict:
+def case(name: str, c: int, rounds: int, coarse: dict) -> dict:
     scores = np.asarray(svtjax.datasets.load(name).scores, np.float64)
     threshold = svtjax.datasets.lyu_threshold(scores, c)
     mechs = [svtjax.get("svt-s", epsilon=e, c=c, allocation=a, monotonic=True)
@@ -54,7 +55,7 @@ def case(name: str, c: int, rounds: int) -> dict:
                                              rules=rules)
         return [{k: float(v) for k, v in d.items()} for d in values]
 
-    variants = {"default": {}, "coarse": COARSE}
+    variants = {"default": {}, "coarse": coarse}
     values = {k: run(acc) for k, acc in variants.items()}  # compiles
     times = {k: [] for k in variants}
     for _ in range(rounds):
@@ -81,10 +82,20 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--out", type=Path, default=HERE / "results")
+    p.add_argument("--accuracy", nargs="+", metavar="KEY=VALUE",
+                   help="the coarse rule's error targets (svtjax.exact.quadrature's tol, "
+                        f"kink_tol, ...); default: lyu2017's {EXACT_ACCURACY}")
     args = p.parse_args(argv)
-    rows = [case(name, c, args.rounds) for name, c in CASES]
+    coarse = dict(EXACT_ACCURACY)
+    if args.accuracy:
+        try:
+            coarse = {k: float(v) for k, v in (a.split("=", 1) for a in args.accuracy)}
+        except ValueError:
+            p.error(f"--accuracy takes KEY=NUMBER pairs; got {args.accuracy}")
+    print(f"coarse rule: {coarse}", flush=True)
+    rows = [case(name, c, args.rounds, coarse) for name, c in CASES]
     machine.write_record("bench_sweep_exact_accuracy", "sweep-exact-accuracy", args.out,
-                         coarse=COARSE, rows=rows)
+                         coarse=coarse, rows=rows)
     return 0
 
 
