@@ -260,20 +260,26 @@ def _outcome_counts(answers: Array, items, scores: Array, c: Array, *, k: int, n
     The first c ⊤ of a row in stream order form its answer set (distinct items, as mechanisms
     produce them); a single-pass row is read up to its first -1 (its halt), a multi-pass row up
     to its c-th ⊤, block by block. The item tables come from the top k >= c scores
-    (:func:`_top_tables`). Two ways to sum them, each the faster one for its layout on a CPU:
+    (:func:`_top_tables`). Two ways to sum them:
 
+    * the first c ⊤ are collected as picks (``svtjax.selected``'s loop) and the tables gathered
+      at those k slots only, not at every position read: stored items (shuffled), and on a CPU
+      where svtjax's compiled loop collects the picks (:mod:`svtjax._native`) a compact Outcome
+      too: the same numbers, and on a CPU a cheaper reducer than the block loop below (the
+      ``f1_ser`` column of ``benchmarks/cost_breakdown.py`` in ``benchmarks/RESULTS.md``);
     * ``items`` None (a compact Outcome: the item at position p is p mod ``n_items``, the same
-      for every row): each block keeps its ⊤ up to the (c − count)-th (one rank query per row,
-      ``svtjax._bits``) and adds a [rows, W] x [W, 4] product with the tables' rows there;
-    * stored items (shuffled): the first c ⊤ are collected as picks (``svtjax.selected``'s
-      loop) and the tables gathered at those k slots only, not at every position read.
+      for every row) without the compiled loop: each block keeps its ⊤ up to the (c − count)-th
+      (one rank query per row, ``svtjax._bits``) and adds a [rows, W] x [W, 4] product with the
+      tables' rows there.
     """
+    from svtjax import _native
     from svtjax._core import _first_tops, _row_block
     from svtjax._loops import compacting_block_loop
 
     dtype = _float_dtype(scores)
     tables = _top_tables(scores, c, min(k, scores.shape[0]), dtype)
-    if items is not None:
+    if items is not None or (_native.first_tops_target() is not None
+                             and answers.dtype == jnp.int8):
         picks, _, evaluated = _first_tops(answers, items, c, k, n_items, single_pass)
         return _gathered_counts(picks >= 0, picks, scores, tables), evaluated
     above, at, slots, relevance, top_support = tables
