@@ -364,6 +364,33 @@ def test_evaluate_outcome_equals_evaluate_of_selected(name, params, shuffle):
                                       np.sum(np.asarray(out.answers) >= 0, axis=-1))
 
 
+
+def test_fixed_order_block_loop_equals_the_compiled_loop(monkeypatch):
+    """A compact (fixed-order) Outcome's metrics: the pure-JAX block loop (an accelerator, or
+    ``SVTJAX_NATIVE=0``) and the picks of svtjax's compiled first-tops loop (a CPU) give the
+    same numbers, and those of ``evaluate(selected(...))``. (The block loop runs on the first
+    202 trials, a shape of its own, so that it is traced anew, not taken from the jit cache.)"""
+    from svtjax import _native
+
+    rng = np.random.default_rng(8)
+    scores = np.round(rng.exponential(3.0, 301))
+    out = svtjax.simulate(svtjax.get("svt-s", epsilon=20.0, c=4), scores, 12.0, trials=203,
+                          seed=4)
+    assert out.stored_items is None  # compact: items are the position mod n
+    want = M.evaluate(svtjax.selected(out, 4), scores, 4)
+    compiled = M.evaluate_outcome(out, scores, 4)
+    monkeypatch.setattr(_native, "first_tops_target", lambda: None)
+    head = jax.tree_util.tree_map(lambda x: x[:202], out)
+    assert "while" in str(jax.make_jaxpr(lambda o: M.evaluate_outcome(o, scores, 4))(head))
+    loop = M.evaluate_outcome(head, scores, 4)
+    for metric in NAMES:
+        np.testing.assert_allclose(np.asarray(loop[metric]), np.asarray(compiled[metric])[:202],
+                                   rtol=1e-13, atol=1e-15, err_msg=metric)
+        np.testing.assert_allclose(np.asarray(compiled[metric]), np.asarray(want[metric]),
+                                   rtol=1e-13, atol=1e-15, err_msg=metric)
+    for key in ("picks", "evaluated"):
+        np.testing.assert_array_equal(np.asarray(loop[key]), np.asarray(compiled[key])[:202])
+
 def test_evaluate_outcome_bad_c():
     out = svtjax.simulate(svtjax.get("svt-s", epsilon=1.0, c=2), np.arange(10.0), 4.5, trials=2)
     scores = np.arange(10.0)
