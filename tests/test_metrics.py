@@ -364,7 +364,6 @@ def test_evaluate_outcome_equals_evaluate_of_selected(name, params, shuffle):
                                       np.sum(np.asarray(out.answers) >= 0, axis=-1))
 
 
-
 def test_fixed_order_block_loop_equals_the_compiled_loop(monkeypatch):
     """A compact (fixed-order) Outcome's metrics: the pure-JAX block loop (an accelerator, or
     ``SVTJAX_NATIVE=0``) and the picks of svtjax's compiled first-tops loop (a CPU) give the
@@ -390,6 +389,7 @@ def test_fixed_order_block_loop_equals_the_compiled_loop(monkeypatch):
                                    rtol=1e-13, atol=1e-15, err_msg=metric)
     for key in ("picks", "evaluated"):
         np.testing.assert_array_equal(np.asarray(loop[key]), np.asarray(compiled[key])[:202])
+
 
 def test_evaluate_outcome_bad_c():
     out = svtjax.simulate(svtjax.get("svt-s", epsilon=1.0, c=2), np.arange(10.0), 4.5, trials=2)
