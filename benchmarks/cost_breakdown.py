@@ -12,7 +12,8 @@ rounds:
   engine: loop, draws, decisions, compaction, answer writes);
 * ``engine_no_swaps`` (shuffled cases) — the same with the engine's lazy Fisher–Yates block
   (``svtjax.mechanisms._engine.fisher_yates_block``) replaced, while it compiles, by a probe
-  that applies no swap (every trial reads the items in the stored order): the shuffled run's
+  that applies no swap (every trial reads the items in the stored order), and no shuffle prefix
+  (``svtjax.mechanisms._engine.SHUFFLE_PREFIX``: its kernel's swaps): the shuffled run's
   structure (its trial groups, compaction of the permutation, items gathered by position)
   without the swaps. swaps = engine − engine_no_swaps (the swaps and, as the probe never reads
   them, possibly the draws of the swap partners too: XLA may drop unread draws); the rest of
@@ -120,7 +121,7 @@ def first_answer_no_swaps(outcome):
     return outcome.answers[:, 0]
 
 
-def _no_swaps(fy, order, start, done=None, write_items=False):
+def _no_swaps(fy, order, start, done=None, write_items=False, made=0):
     """Probe for ``fisher_yates_block``: no swap; the items at positions start .. start + W − 1
     are the positions themselves (the stored order); every trial, ``done`` or not."""
     import jax.numpy as jnp
@@ -130,16 +131,22 @@ def _no_swaps(fy, order, start, done=None, write_items=False):
 
 
 def _without_swaps(fn):
-    """Calls ``fn`` with the engine's Fisher–Yates block replaced by :func:`_no_swaps` (read when
-    a chunk is traced; the probe's chunk, once compiled, keeps it)."""
+    """Calls ``fn`` with the engine's Fisher–Yates block replaced by :func:`_no_swaps` and no
+    shuffle prefix (``_engine.SHUFFLE_PREFIX``: the prefix kernel's swaps are swaps too), both
+    read when a chunk is traced (the probe's chunk, once compiled, keeps them)."""
+    import jax
+
     from svtjax.mechanisms import _engine
 
-    real = _engine.fisher_yates_block
+    real, prefix = _engine.fisher_yates_block, dict(_engine.SHUFFLE_PREFIX)
     _engine.fisher_yates_block = _no_swaps
+    _engine.SHUFFLE_PREFIX[jax.default_backend()] = 0
     try:
         return fn()
     finally:
         _engine.fisher_yates_block = real
+        _engine.SHUFFLE_PREFIX.clear()
+        _engine.SHUFFLE_PREFIX.update(prefix)
 
 
 def _time(fn):

@@ -1,5 +1,6 @@
 """The compiled kernels (svtjax._native) give exactly the pure-JAX functions' results: the
-Fisher–Yates block, and the first ⊤ of Outcome rows (``svtjax.selected``, the shuffled metrics).
+Fisher–Yates block, the shuffle's prefix, and the first ⊤ of Outcome rows (``svtjax.selected``,
+the shuffled metrics).
 
 Every shuffled case of ``tests/test_bit_identity.py`` also runs through it (it is the default on
 the CPU); here it is compared with the pure-JAX block directly, block by block on hand-made
@@ -166,6 +167,96 @@ def test_halted_trials_are_skipped(batch):
     np.testing.assert_array_equal(np.asarray(some.perm)[done], before[done])
     np.testing.assert_array_equal(np.asarray(some.a)[done], np.asarray(state.a)[done])
     np.testing.assert_array_equal(np.asarray(some.a)[~done], np.asarray(all_.a)[~done])
+
+
+def _rejected_trials(okeys, n: int, blocks: int) -> np.ndarray:
+    """Trials whose partners in blocks 0 .. blocks − 1 include a word that Lemire's method
+    rejects (redrawn from fold_in(block key, r)): each position's first word, as
+    ``fast_block_order`` draws it."""
+    from svtjax import _rng
+    from svtjax.mechanisms.base import _mulhi32
+
+    b = jnp.arange(blocks, dtype=jnp.uint32)
+    bits = _rng.random_bits(_rng.fold_in(okeys[:, None, :], b[None, :]), 64)  # [B, m, 64]
+    pos = (b[:, None] * 64 + jnp.arange(64, dtype=jnp.uint32)).astype(jnp.int32)
+    span = jnp.maximum(n - pos, 1).astype(jnp.uint32)
+    _, low = _mulhi32(bits, span)
+    rejected = low < (jnp.uint32(0) - span) % span
+    return np.flatnonzero(np.asarray(jnp.any(rejected, axis=(1, 2))))
+
+
+@needs_native
+@pytest.mark.parametrize("n,batch,prefix", [(200, 5, 64), (30000, 6, 1024), (40000, 3, 256)])
+def test_prefix_equals_the_blocks(n, batch, prefix):
+    """The prefix kernel (partners drawn in C++, swaps trial by trial) leaves every trial's row
+    (its pending write made), pending position and pending value exactly as the compiled block
+    does after blocks 0 .. prefix/64 − 1 from the identity with ``fast_block_order``'s
+    partners: int16 rows, and
+    int32 rows (n ≥ 2^15). At n = 30000 the trials include some whose partners were rejected by
+    Lemire's method and redrawn (found among 2,048 keys)."""
+    okeys = jax.random.bits(jax.random.key(n), (batch, 2), jnp.uint32)
+    if n == 30000:
+        pool = jax.random.bits(jax.random.key(1), (2048, 2), jnp.uint32)
+        hit = _rejected_trials(pool, n, prefix // 64)
+        assert hit.size >= 1
+        okeys = jnp.concatenate([okeys, pool[hit[:4]]])
+        batch = okeys.shape[0]
+    dtype = _engine.perm_dtype(-(-n // 64) * 64)
+    assert (dtype == jnp.int32) == (n >= 2**15)
+    made = jax.jit(_engine.fisher_yates_prefix, static_argnums=(1, 2, 3))(okeys, n, prefix,
+                                                                            dtype)
+
+    @jax.jit
+    def blocks(okeys):
+        state = _engine._shuffle_init(batch, -(-n // 64) * 64, native=True, n=n)
+        for b in range(prefix // 64):
+            order = _engine.fast_block_order(okeys, jnp.asarray([b], jnp.int32), n)
+            state, _ = _engine.fisher_yates_block(state, order.reshape(batch, 64), b * 64,
+                                                  None, True)
+        return state
+
+    want = blocks(okeys)
+    assert made.perm.dtype == want.perm.dtype and made.perm.shape == (batch, n)
+    # The blocks leave the last swap's write pending (the next block makes it first); the prefix
+    # kernel makes it and passes it on too, so that making it again changes nothing.
+    rows = np.array(want.perm)
+    rows[np.arange(batch), np.asarray(want.j)] = np.asarray(want.a)
+    np.testing.assert_array_equal(made.perm, rows)
+    np.testing.assert_array_equal(made.j, want.j)
+    np.testing.assert_array_equal(made.a, want.a)
+    np.testing.assert_array_equal(np.sort(np.asarray(made.perm), axis=1),
+                                  np.broadcast_to(np.arange(n), (batch, n)))
+
+
+@needs_native
+def test_engine_with_prefix_equals_blocks_alone(monkeypatch):
+    """A shuffled run whose first positions come from the prefix kernel (and whose blocks past
+    it swap lazily) equals the run without a prefix, field by field: trials halting inside the
+    prefix, past it, and never (compactions on the way); the prefix is in the program."""
+    n = 2000
+    scores = 10000 / np.arange(1, n + 1)
+    q = jnp.asarray(scores[np.random.default_rng(0).permutation(n)])
+    t = jnp.full((n,), 200.0)  # about 50 items above: trials halt anywhere
+    mech = svtjax.get("svt-s", epsilon=0.5, c=20, monotonic=True)
+    keys = jax.random.split(jax.random.key(9), 40)
+    lay = _engine._layout(mech, n)
+    assert _engine.shuffle_prefix(lay) == 960
+
+    def run():
+        fn = jax.jit(lambda k: _engine.run_keys(mech, k, q, t, shuffle=True))
+        return fn.lower(keys).as_text(), jax.device_get(fn(keys))
+
+    text, with_prefix = run()
+    with monkeypatch.context() as m:
+        m.setitem(_engine.SHUFFLE_PREFIX, "cpu", 0)
+        assert _engine.shuffle_prefix(lay) == 0
+        text_without, without = run()
+    assert _native.FISHER_YATES_PREFIX_TARGET in text
+    assert _native.FISHER_YATES_PREFIX_TARGET not in text_without
+    halts = (np.asarray(with_prefix.answers) >= 0).sum(axis=1)
+    assert halts.min() < 960 < halts.max()
+    for f in with_prefix._fields:
+        np.testing.assert_array_equal(getattr(with_prefix, f), getattr(without, f), err_msg=f)
 
 
 @needs_native

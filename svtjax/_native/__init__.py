@@ -1,12 +1,15 @@
 """svtjax's optional compiled kernels (``kernels.cc``), XLA FFI handlers for the CPU.
 
 XLA's CPU backend runs some of svtjax's loops as many small kernels per step, whose dispatch
-costs more than the work (``benchmarks/profile_thunks.py``). Two of them have a compiled
+costs more than the work (``benchmarks/profile_thunks.py``). Three of them have a compiled
 handler that does the whole loop in one call and computes exactly what the pure-JAX function
 computes, so every result is bit-identical:
 
 * the engine's lazy Fisher–Yates block (:func:`svtjax.mechanisms._engine.fisher_yates_block`),
   target :data:`FISHER_YATES_TARGET`;
+* the first positions of every trial's lazy Fisher–Yates shuffle at once, trial by trial, with
+  the swap partners drawn in the kernel (:func:`svtjax.mechanisms._engine.fisher_yates_prefix`),
+  target :data:`FISHER_YATES_PREFIX_TARGET`;
 * the first ⊤ of every row of an Outcome batch (:func:`svtjax._core._first_tops_blocks`, behind
   :func:`svtjax.selected` and the metrics of shuffled Outcomes), target
   :data:`FIRST_TOPS_TARGET`.
@@ -29,10 +32,11 @@ import functools
 import os
 from typing import Optional
 
-__all__ = ["FISHER_YATES_TARGET", "FIRST_TOPS_TARGET", "fisher_yates_target",
-           "first_tops_target", "status"]
+__all__ = ["FISHER_YATES_TARGET", "FISHER_YATES_PREFIX_TARGET", "FIRST_TOPS_TARGET",
+           "fisher_yates_target", "first_tops_target", "status"]
 
 FISHER_YATES_TARGET = "svtjax_fisher_yates"
+FISHER_YATES_PREFIX_TARGET = "svtjax_fisher_yates_prefix"
 FIRST_TOPS_TARGET = "svtjax_first_tops"
 
 
@@ -67,6 +71,8 @@ def _registered() -> bool:
     import jax
 
     jax.ffi.register_ffi_target(FISHER_YATES_TARGET, module.fisher_yates(), platform="cpu")
+    jax.ffi.register_ffi_target(FISHER_YATES_PREFIX_TARGET, module.fisher_yates_prefix(),
+                                platform="cpu")
     jax.ffi.register_ffi_target(FIRST_TOPS_TARGET, module.first_tops(), platform="cpu")
     return True
 

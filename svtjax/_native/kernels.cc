@@ -3,7 +3,8 @@
 // small XLA kernels whose dispatch costs more than the work.
 //
 // 1. svtjax_fisher_yates: one block of the engine's lazy Fisher-Yates shuffle
-//    (svtjax.mechanisms._engine.fisher_yates_block).
+//    (svtjax.mechanisms._engine.fisher_yates_block), and svtjax_fisher_yates_prefix: its first
+//    positions for every trial at once (svtjax.mechanisms._engine.fisher_yates_prefix).
 // 2. svtjax_first_tops: the first ⊤ of every row of an Outcome batch, read block by block only
 //    as far as needed (svtjax._core._first_tops_blocks: svtjax.selected and the metrics of
 //    shuffled Outcomes).
@@ -43,6 +44,10 @@
 //   done  pred[G, batch]            rows that have halted: skipped (items 0, no swap, a kept);
 //                                   their evaluated prefix lies before `start`, which no later
 //                                   swap of theirs can reach
+// Attributes: write_items (above); made, the positions the prefix kernel (1b) made already: a
+// block before it (start + W <= made) only reads its items from the rows (order not read, a
+// kept), so that the engine's loop needs no conditional around this call (one would copy the
+// rows at every block).
 // Results: perm (positions start .. start + W - 1 now hold their items), items int32[G, batch, W]
 // (the item at each position), a (the new pending value).
 // Positions outside [0, n_pad) are never written and read as 0, as the JAX version does. A row
@@ -149,7 +154,7 @@ constexpr int64_t kPositionsPerTask = 1 << 12;
 template <typename T>
 void Block(T* perm, const int32_t* slot, const int32_t* j, const T* a_in, const int32_t* order,
            int32_t start, const bool* done, int32_t* items, T* a_out, int64_t rows,
-           int64_t n_pad, int64_t batch, int64_t width, bool write_items,
+           int64_t n_pad, int64_t batch, int64_t width, bool write_items, int64_t made,
            std::vector<int64_t>& first, ffi::ThreadPool* pool, int64_t threads) {
   // The engine's compaction pads a smaller batch with copies of a row (svtjax._loops): copies
   // share a slot and carry the same state and partners, so they get the first copy's results,
@@ -166,14 +171,21 @@ void Block(T* perm, const int32_t* slot, const int32_t* j, const T* a_in, const 
     }
   }
   const int64_t count = static_cast<int64_t>(own.size());
+  const bool prefix = start + width <= made;  // the prefix kernel made these positions
   auto rows_of = [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) {
       const int64_t b = own[i];
+      if (prefix) {
+        const T* row = perm + slot[b] * n_pad + start;
+        std::copy(row, row + width, items + b * width);
+        a_out[b] = a_in[b];
+        continue;
+      }
       a_out[b] = Row<T>(perm + slot[b] * n_pad, order + b * width, j[b], a_in[b], start,
                         items + b * width, n_pad, width, write_items);
     }
   };
-  const int64_t tasks = std::max<int64_t>(
+  const int64_t tasks = prefix ? 1 : std::max<int64_t>(
       1, std::min<int64_t>({threads * 4, count, count * width / kPositionsPerTask}));
   if (tasks == 1) {
     rows_of(0, count);
@@ -200,7 +212,7 @@ void Block(T* perm, const int32_t* slot, const int32_t* j, const T* a_in, const 
 template <typename T>
 void Run(ffi::AnyBuffer perm_in, ffi::AnyBuffer slot, ffi::AnyBuffer j, ffi::AnyBuffer a,
          ffi::AnyBuffer order, ffi::AnyBuffer start, ffi::AnyBuffer done, bool write_items,
-         ffi::ThreadPool* pool, ffi::Result<ffi::AnyBuffer> perm_out,
+         int64_t made, ffi::ThreadPool* pool, ffi::Result<ffi::AnyBuffer> perm_out,
          ffi::Result<ffi::AnyBuffer> items, ffi::Result<ffi::AnyBuffer> a_out) {
   auto dims = perm_in.dimensions();
   const int64_t rank = dims.size();
@@ -225,14 +237,14 @@ void Run(ffi::AnyBuffer perm_in, ffi::AnyBuffer slot, ffi::AnyBuffer j, ffi::Any
              static_cast<const bool*>(done.untyped_data()) + g * batch,
              static_cast<int32_t*>(items->untyped_data()) + g * batch * width,
              static_cast<T*>(a_out->untyped_data()) + g * batch, rows, n_pad, batch, width,
-             write_items, first, pool, threads);
+             write_items, made, first, pool, threads);
   }
 }
 
 ffi::Error FisherYatesImpl(ffi::AnyBuffer perm_in, ffi::AnyBuffer slot, ffi::AnyBuffer j,
                            ffi::AnyBuffer a,
                            ffi::AnyBuffer order, ffi::AnyBuffer start, ffi::AnyBuffer done,
-                           bool write_items, ffi::ThreadPool pool,
+                           bool write_items, int64_t made, ffi::ThreadPool pool,
                            ffi::Result<ffi::AnyBuffer> perm_out,
                            ffi::Result<ffi::AnyBuffer> items, ffi::Result<ffi::AnyBuffer> a_out) {
   const auto rank = perm_in.dimensions().size();
@@ -247,11 +259,13 @@ ffi::Error FisherYatesImpl(ffi::AnyBuffer perm_in, ffi::AnyBuffer slot, ffi::Any
   }
   switch (perm_in.element_type()) {
     case ffi::DataType::S16:
-      Run<int16_t>(perm_in, slot, j, a, order, start, done, write_items, &pool, perm_out, items,
+      Run<int16_t>(perm_in, slot, j, a, order, start, done, write_items, made, &pool, perm_out,
+                   items,
                    a_out);
       return ffi::Error::Success();
     case ffi::DataType::S32:
-      Run<int32_t>(perm_in, slot, j, a, order, start, done, write_items, &pool, perm_out, items,
+      Run<int32_t>(perm_in, slot, j, a, order, start, done, write_items, made, &pool, perm_out,
+                   items,
                    a_out);
       return ffi::Error::Success();
     default:
@@ -259,6 +273,178 @@ ffi::Error FisherYatesImpl(ffi::AnyBuffer perm_in, ffi::AnyBuffer slot, ffi::Any
   }
 }
 
+
+// ---------------------------------------------------------------------------------------------
+// 1b. Fisher-Yates prefix.
+//
+// The first `prefix` positions of every trial's lazy shuffle at once, trial by trial: exactly
+// what the engine's blocks 0 .. prefix / 64 - 1 would do (the kernel above with write_items,
+// starting from the identity), with the swap partners drawn here, the same numbers as
+// svtjax.mechanisms._engine.fast_block_order: the Threefry-2x32 hash of JAX (Salmon et al.,
+// SC 2011, JAX's key schedule, fold_in and partitionable bits), Lemire's multiply-and-reject
+// method on each position's word, a rejected word redrawn from fold_in(block key, r).
+//
+// Why: block by block, a batch's permutations (20 MB at n = 10^4 x 1,000 trials) are far
+// larger than the caches and nearly every swap misses. Here one trial's row is written (the
+// identity), shuffled while it sits in the first-level caches, and left behind; the blocks of
+// the engine's loop then read a prefix position's item from the row (no draw, no swap). The
+// cost: the partners and swaps of positions a trial never reaches (it may halt earlier), which
+// are cheap here, and never change a result (a position past a trial's halt is not read).
+//
+// Operands: keys uint32[G, B, 2] (each trial's "order" stream key, raw Threefry key data).
+// Attributes: prefix (positions, a multiple of 64, at most the row length).
+// Results: perm int16/int32[G, B, n] (rows: positions < prefix hold their items, the rest the
+// permutation's state), j int32[G, B] and a int16/int32[G, B] (the pending write, as the block
+// kernel leaves it after position prefix - 1).
+
+constexpr uint32_t kParity = 0x1BD11BDA;
+constexpr int kBlock = 64;  // svtjax.mechanisms.base.BLOCK: positions per random block
+
+inline uint32_t Rotl(uint32_t x, int d) { return (x << d) | (x >> (32 - d)); }
+
+// Threefry-2x32, 20 rounds (svtjax._rng.threefry2x32).
+inline void Threefry(uint32_t k0, uint32_t k1, uint32_t& x0, uint32_t& x1) {
+  static constexpr int kRot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
+  const uint32_t ks[3] = {k0, k1, k0 ^ k1 ^ kParity};
+  x0 += ks[0];
+  x1 += ks[1];
+#pragma GCC unroll 5
+  for (int i = 0; i < 5; ++i) {
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; ++r) {
+      x0 += x1;
+      x1 = x0 ^ Rotl(x1, kRot[i % 2][r]);
+    }
+    x0 += ks[(i + 1) % 3];
+    x1 += ks[(i + 2) % 3] + static_cast<uint32_t>(i + 1);
+  }
+}
+
+// Swap partners of the 64 positions of block b for a trial's order key: j_p uniform on
+// [p, n) (fast_block_order). The words are jax.random.bits(fold_in(key, b), (64,)): word i is
+// hash_0 ^ hash_1 of counter (0, i). Independent lanes, so the compiler vectorises the hashes
+// and the products; a clone for each vector extension, picked at run time, so the build needs
+// no -march flag. A word is rejected (probability below n / 2^32) only where its product's low
+// word is below span; those are redrawn one by one.
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void BlockPartners(uint32_t k0, uint32_t k1, int64_t b, int64_t n, int32_t* partner) {
+  uint32_t b0 = 0, b1 = static_cast<uint32_t>(b);  // fold_in(key, b)
+  Threefry(k0, k1, b0, b1);
+  const int64_t first = b * kBlock;
+  uint32_t bits[kBlock];
+  for (int i = 0; i < kBlock; ++i) {
+    uint32_t x0 = 0, x1 = static_cast<uint32_t>(i);
+    Threefry(b0, b1, x0, x1);
+    bits[i] = x0 ^ x1;
+  }
+  uint32_t small = 0;
+  for (int i = 0; i < kBlock; ++i) {
+    const int64_t left = n - (first + i);
+    const uint32_t span = static_cast<uint32_t>(left < 1 ? 1 : left);
+    const uint64_t product = static_cast<uint64_t>(bits[i]) * span;
+    partner[i] = static_cast<int32_t>(first + i + static_cast<int64_t>(product >> 32));
+    small |= static_cast<uint32_t>(static_cast<uint32_t>(product) < span);
+  }
+  if (small == 0) return;
+  for (int i = 0; i < kBlock; ++i) {  // Lemire's rejection, for the rare low words
+    const int64_t left = n - (first + i);
+    const uint32_t span = static_cast<uint32_t>(left < 1 ? 1 : left);
+    uint64_t product = static_cast<uint64_t>(bits[i]) * span;
+    if (static_cast<uint32_t>(product) >= span) continue;
+    const uint32_t floor = (0u - span) % span;  // 2^32 mod span
+    for (uint32_t r = 1; static_cast<uint32_t>(product) < floor; ++r) {
+      uint32_t r0 = 0, r1 = r;  // fold_in(block key, r), then that key's word i
+      Threefry(b0, b1, r0, r1);
+      uint32_t x0 = 0, x1 = static_cast<uint32_t>(i);
+      Threefry(r0, r1, x0, x1);
+      product = static_cast<uint64_t>(x0 ^ x1) * span;
+    }
+    partner[i] = static_cast<int32_t>(first + i + static_cast<int64_t>(product >> 32));
+  }
+}
+
+// One trial: its row from the identity through positions 0 .. prefix - 1. A plain swap per
+// position (item = row[j]; row[j] = row[p]; row[p] = item) is the block kernel's step with
+// write_items, its deferred write done at once; the pending write returned (j of the last
+// position, the value moved there) is what that kernel leaves, and writing it again, as the
+// next block does first, changes nothing.
+template <typename T>
+void PrefixRow(uint32_t k0, uint32_t k1, T* row, int64_t n, int64_t prefix, int32_t* j_out,
+               T* a_out) {
+  T value = 0;
+  for (int64_t p = 0; p < n; ++p, ++value) row[p] = value;
+  alignas(64) int32_t partner[kBlock];
+  T a = 0;
+  int32_t jp = 0;
+  for (int64_t b = 0; b < prefix / kBlock; ++b) {
+    BlockPartners(k0, k1, b, n, partner);
+    T* at = row + b * kBlock;
+    for (int i = 0; i < kBlock; ++i) {  // partner[i] in [p, n): inside the row
+      jp = partner[i];
+      a = at[i];
+      at[i] = row[jp];
+      row[jp] = a;
+    }
+  }
+  *j_out = jp;
+  *a_out = a;
+}
+
+template <typename T>
+void PrefixRun(ffi::AnyBuffer keys, int64_t prefix, ffi::ThreadPool* pool,
+               ffi::Result<ffi::AnyBuffer> perm, ffi::Result<ffi::AnyBuffer> j,
+               ffi::Result<ffi::AnyBuffer> a) {
+  auto dims = perm->dimensions();
+  const int64_t n = dims[dims.size() - 1];
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < dims.size(); ++d) rows *= dims[d];
+  const uint32_t* k = static_cast<const uint32_t*>(keys.untyped_data());
+  T* out = static_cast<T*>(perm->untyped_data());
+  int32_t* j_out = static_cast<int32_t*>(j->untyped_data());
+  T* a_out = static_cast<T*>(a->untyped_data());
+  auto rows_of = [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      PrefixRow<T>(k[2 * r], k[2 * r + 1], out + r * n, n, prefix, j_out + r, a_out + r);
+    }
+  };
+  const int64_t threads = std::max<int64_t>(1, pool->num_threads());
+  const int64_t tasks = std::max<int64_t>(
+      1, std::min<int64_t>({threads * 4, rows, rows * prefix / kPositionsPerTask}));
+  if (tasks == 1) {
+    rows_of(0, rows);
+  } else {
+    ParallelFor(pool, threads - 1, tasks,
+                [&](int64_t t) { rows_of(rows * t / tasks, rows * (t + 1) / tasks); });
+  }
+}
+
+ffi::Error FisherYatesPrefixImpl(ffi::AnyBuffer keys, int64_t prefix, ffi::ThreadPool pool,
+                                 ffi::Result<ffi::AnyBuffer> perm, ffi::Result<ffi::AnyBuffer> j,
+                                 ffi::Result<ffi::AnyBuffer> a) {
+  auto dims = perm->dimensions();
+  const auto rank = dims.size();
+  auto kdims = keys.dimensions();
+  bool ok = rank >= 1 && keys.element_type() == ffi::DataType::U32 && kdims.size() == rank &&
+            kdims[rank - 1] == 2 && j->element_type() == ffi::DataType::S32 &&
+            a->element_type() == perm->element_type() && prefix > 0 &&
+            prefix % kBlock == 0 && prefix <= dims[rank - 1];
+  for (size_t d = 0; ok && d + 1 < rank; ++d) ok = kdims[d] == dims[d];
+  if (!ok) {
+    return ffi::Error::InvalidArgument(
+        "svtjax_fisher_yates_prefix: unexpected operand types, shapes or prefix");
+  }
+  switch (perm->element_type()) {
+    case ffi::DataType::S16:
+      PrefixRun<int16_t>(keys, prefix, &pool, perm, j, a);
+      return ffi::Error::Success();
+    case ffi::DataType::S32:
+      PrefixRun<int32_t>(keys, prefix, &pool, perm, j, a);
+      return ffi::Error::Success();
+    default:
+      return ffi::Error::InvalidArgument(
+          "svtjax_fisher_yates_prefix: perm must be int16 or int32");
+  }
+}
 
 // ---------------------------------------------------------------------------------------------
 // 2. First tops.
@@ -436,6 +622,16 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(SvtjaxFisherYates, FisherYatesImpl,
                                   .Arg<ffi::AnyBuffer>()
                                   .Arg<ffi::AnyBuffer>()
                                   .Attr<bool>("write_items")
+                                  .Attr<int64_t>("made")
+                                  .Ctx<ffi::ThreadPool>()
+                                  .Ret<ffi::AnyBuffer>()
+                                  .Ret<ffi::AnyBuffer>()
+                                  .Ret<ffi::AnyBuffer>());
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(SvtjaxFisherYatesPrefix, FisherYatesPrefixImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Attr<int64_t>("prefix")
                                   .Ctx<ffi::ThreadPool>()
                                   .Ret<ffi::AnyBuffer>()
                                   .Ret<ffi::AnyBuffer>()
@@ -462,6 +658,10 @@ static PyObject* FisherYatesHandler(PyObject*, PyObject*) {
   return PyCapsule_New(reinterpret_cast<void*>(SvtjaxFisherYates), nullptr, nullptr);
 }
 
+static PyObject* FisherYatesPrefixHandler(PyObject*, PyObject*) {
+  return PyCapsule_New(reinterpret_cast<void*>(SvtjaxFisherYatesPrefix), nullptr, nullptr);
+}
+
 static PyObject* FirstTopsHandler(PyObject*, PyObject*) {
   return PyCapsule_New(reinterpret_cast<void*>(SvtjaxFirstTops), nullptr, nullptr);
 }
@@ -469,6 +669,8 @@ static PyObject* FirstTopsHandler(PyObject*, PyObject*) {
 static PyMethodDef kMethods[] = {
     {"fisher_yates", FisherYatesHandler, METH_NOARGS,
      "The XLA FFI handler of one Fisher-Yates block (CPU)."},
+    {"fisher_yates_prefix", FisherYatesPrefixHandler, METH_NOARGS,
+     "The XLA FFI handler of the first positions of every trial's Fisher-Yates shuffle (CPU)."},
     {"first_tops", FirstTopsHandler, METH_NOARGS,
      "The XLA FFI handler of the first tops of an Outcome batch (CPU)."},
     {nullptr, nullptr, 0, nullptr}};

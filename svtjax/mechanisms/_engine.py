@@ -267,17 +267,21 @@ def _block_draws(mech, lay: _Layout, keys: dict, k, j, dtype) -> dict:
             return blocks[:, :lay.drawn].reshape(-1)
         out[name] = jax.vmap(one)(skeys)
     if "order" in keys:
-        okeys = keys["order"]
-        if okeys.dtype == jnp.uint32:
-            out["order"] = fast_block_order(okeys, j * lay.per + sub.astype(jnp.int32),
-                                            lay.n, lay.drawn).reshape(okeys.shape[0], lay.width)
-        else:
-            def order(skey):
-                blocks = jax.vmap(lambda s: block_order(skey, j * lay.per + s, lay.n))(
-                    jnp.arange(lay.per))
-                return blocks[:, :lay.drawn].reshape(-1)
-            out["order"] = jax.vmap(order)(okeys)
+        out["order"] = _order_draws(lay, keys["order"], j)
     return out
+
+
+def _order_draws(lay: _Layout, okeys, j) -> Array:
+    """Swap partners of processing block j (first pass): int32[B, W]."""
+    sub = jnp.arange(lay.per, dtype=jnp.int32)
+    if okeys.dtype == jnp.uint32:
+        return fast_block_order(okeys, j * lay.per + sub, lay.n,
+                                lay.drawn).reshape(okeys.shape[0], lay.width)
+
+    def order(skey):
+        blocks = jax.vmap(lambda s: block_order(skey, j * lay.per + s, lay.n))(sub)
+        return blocks[:, :lay.drawn].reshape(-1)
+    return jax.vmap(order)(okeys)
 
 
 def fast_block_order(kd: Array, b: Array, n: int, drawn: int = BLOCK) -> Array:
@@ -375,6 +379,47 @@ def _shuffle_init(batch: int, n_pad: int, native: Optional[bool] = None,
     return _Shuffle(perm, jnp.zeros((batch,), jnp.int32), perm[0])
 
 
+SHUFFLE_PREFIX = {"cpu": 1024}
+"""Positions of every trial's shuffle made before the block loop, trial by trial, by the
+compiled prefix kernel (:func:`fisher_yates_prefix`), per platform; 0 or absent: none.
+
+Block by block, the batch's permutations are far larger than the caches (20 MB at n = 10^4 x
+1,000 trials) and nearly every swap misses; in the prefix kernel a trial's row is hot while its
+swaps run. The positions a trial never reaches are swapped for nothing, so the prefix is about
+the reach of the top-c workloads (svt-s, c = 50 on Zipf 10^4 in a random order halts at
+position 596 on average, 993 at the 95th percentile). Measured with
+``benchmarks/bench_shuffle_prefix.py``. A choice of speed only: the numbers are the same."""
+
+
+def shuffle_prefix(lay: _Layout, platform: Optional[str] = None) -> int:
+    """The positions :func:`fisher_yates_prefix` makes for a stream of this layout: the
+    platform's :data:`SHUFFLE_PREFIX`, at most half the stream (a short stream's rows stay in
+    the caches anyway, and its trials may halt early), in whole processing blocks; 0 where none
+    applies."""
+    platform = platform or jax.default_backend()
+    if lay.width % BLOCK or lay.drawn != BLOCK:
+        return 0
+    return min(SHUFFLE_PREFIX.get(platform, 0), lay.n // 2) // lay.width * lay.width
+
+
+def fisher_yates_prefix(okeys: Array, n: int, prefix: int, dtype) -> _Shuffle:
+    """The state of the compiled block's lazy shuffle (``write_items``) after positions
+    0 .. prefix − 1 of every trial, each row's first ``prefix`` positions holding its items:
+    the state that the blocks of :func:`fisher_yates_block` reach from :func:`_shuffle_init`
+    with the partners of :func:`fast_block_order`, computed trial by trial in one call of the
+    compiled prefix kernel (:mod:`svtjax._native`, CPU), which draws the partners itself.
+
+    ``okeys``: uint32[B, 2], the trials' raw "order" stream keys; rows ``n`` long."""
+    batch = okeys.shape[0]
+    perm, j, a = jax.ffi.ffi_call(
+        _native.FISHER_YATES_PREFIX_TARGET,
+        (jax.ShapeDtypeStruct((batch, n), dtype), jax.ShapeDtypeStruct((batch,), jnp.int32),
+         jax.ShapeDtypeStruct((batch,), dtype)),
+        vmap_method="broadcast_all",
+    )(okeys, prefix=np.int64(prefix))
+    return _Shuffle(perm, j, a, jnp.arange(batch, dtype=jnp.int32))
+
+
 def _take_shuffle(fy: Optional[_Shuffle], idx: Array) -> Optional[_Shuffle]:
     if fy is None:
         return None
@@ -384,7 +429,7 @@ def _take_shuffle(fy: Optional[_Shuffle], idx: Array) -> Optional[_Shuffle]:
 
 
 def fisher_yates_block(fy: _Shuffle, order: Array, start, done: Optional[Array] = None,
-                       write_items: bool = False) -> tuple[_Shuffle, Array]:
+                       write_items: bool = False, made: int = 0) -> tuple[_Shuffle, Array]:
     """Applies the swaps of positions ``start .. start + W − 1`` (``order``: int[batch, W]) for a
     batch; returns the state and the items at those positions, int32[batch, W].
 
@@ -392,7 +437,9 @@ def fisher_yates_block(fy: _Shuffle, order: Array, start, done: Optional[Array] 
     again; the compiled block skips them (their items come back 0), the pure-JAX block, whose
     swaps are vectorised over the batch, ignores it. ``write_items`` (static; compiled block
     only): also set each visited position to its item (see ``svtjax/_native/kernels.cc``),
-    for partners that never point before their position.
+    for partners that never point before their position. ``made`` (static; compiled block
+    only): positions made already by :func:`fisher_yates_prefix`; a block before it reads its
+    items from the rows and keeps the state (``order`` is then not read).
 
     Step p swaps perm[p] and perm[j_p]; position p is never touched again, so only the write to
     perm[j_p] matters. That write is deferred to the next step: a scatter whose update does not
@@ -406,7 +453,7 @@ def fisher_yates_block(fy: _Shuffle, order: Array, start, done: Optional[Array] 
     ``Draws`` passed to ``decide`` can never write outside it.
     """
     if fy.slot is not None:
-        return _fisher_yates_block_native(fy, order, start, done, write_items)
+        return _fisher_yates_block_native(fy, order, start, done, write_items, made)
     n_pad, batch = fy.perm.shape
     width = order.shape[1]
     size = n_pad * batch
@@ -440,7 +487,8 @@ def fisher_yates_block(fy: _Shuffle, order: Array, start, done: Optional[Array] 
 
 
 def _fisher_yates_block_native(fy: _Shuffle, order: Array, start, done: Optional[Array] = None,
-                               write_items: bool = False) -> tuple[_Shuffle, Array]:
+                               write_items: bool = False, made: int = 0
+                               ) -> tuple[_Shuffle, Array]:
     """:func:`fisher_yates_block` as one call of the compiled CPU block (:mod:`svtjax._native`),
     on the one-trial-per-row state: the same swaps in the same order, for the trials not
     ``done``."""
@@ -453,8 +501,11 @@ def _fisher_yates_block_native(fy: _Shuffle, order: Array, start, done: Optional
          jax.ShapeDtypeStruct(fy.a.shape, fy.perm.dtype)),
         input_output_aliases={0: 0}, vmap_method="broadcast_all",
     )(fy.perm, fy.slot, fy.j, fy.a, order.astype(jnp.int32), jnp.asarray(start, jnp.int32),
-      jnp.asarray(done, bool), write_items=np.bool_(write_items))
-    return _Shuffle(perm, order[:, -1].astype(jnp.int32), a, fy.slot), items
+      jnp.asarray(done, bool), write_items=np.bool_(write_items), made=np.int64(made))
+    j = order[:, -1].astype(jnp.int32)
+    if made:
+        j = jnp.where(jnp.asarray(start) < made, fy.j, j)
+    return _Shuffle(perm, j, a, fy.slot), items
 
 
 def _fisher_yates_block_2d(fy: _Shuffle, order: Array, start) -> tuple[_Shuffle, Array]:
@@ -598,11 +649,14 @@ def _decide_block(mech, vectorized: bool, lay: _Layout, rows: _Rows, noise: dict
 # -- batch drivers ------------------------------------------------------------------------------
 
 def _loop(mech, lay: _Layout, batch: int, z0: dict, work_src, get_block, q, t, offsets, shuffle,
-          vectorized, from_perm: bool = True) -> Outcome:
+          vectorized, from_perm: bool = True, prefix: int = 0) -> Outcome:
     """Runs a batch block by block until every trial has halted (finished trials compacted
     away, see ``svtjax._loops``). ``from_perm``: a single-pass shuffled run through the
     compiled block may read its items from the permutations (partners drawn by the engine,
-    each at or after its position, so no swap reaches a position already visited)."""
+    each at or after its position, so no swap reaches a position already visited).
+    ``prefix`` (such a run, with raw Threefry keys; ``get_block`` then draws no "order"): the
+    shuffle's first positions made before the loop (:func:`fisher_yates_prefix`), whose blocks
+    read their items from the rows."""
     dtype = q.dtype
     q_pad = _pad_last(q, lay.n_pad)
     t_pad = _pad_last(t, lay.n_pad)
@@ -618,7 +672,14 @@ def _loop(mech, lay: _Layout, batch: int, z0: dict, work_src, get_block, q, t, o
     # Draws, whose partners may be anything) they are written to a buffer block by block.
     native = _native.fisher_yates_target() is not None
     in_perm = from_perm and shuffle and native and lay.passes == 1
-    fy = _shuffle_init(batch, lay.n_pad, native, lay.n if in_perm else None) if shuffle else None
+    if prefix and not in_perm:
+        raise ValueError("a shuffle prefix needs the compiled block and a single pass")
+    if prefix:
+        fy = fisher_yates_prefix(work_src["order"], lay.n, prefix, perm_dtype(lay.n_pad))
+    elif shuffle:
+        fy = _shuffle_init(batch, lay.n_pad, native, lay.n if in_perm else None)
+    else:
+        fy = None
     rows = _Rows(
         state=state,
         done=jnp.zeros((batch,), bool),
@@ -639,7 +700,15 @@ def _loop(mech, lay: _Layout, batch: int, z0: dict, work_src, get_block, q, t, o
             def shuffle_block(f):
                 return fisher_yates_block(f, blk["order"], j * lay.width, rows.done, in_perm)
 
-            if lay.passes == 1:
+            if prefix:
+                # the partners of the blocks past the prefix only; the kernel reads the prefix's
+                # items from the rows (a conditional around the kernel would copy the rows)
+                okeys = src["order"]
+                order = lax.cond(j * lay.width < prefix,
+                                 lambda: jnp.zeros((okeys.shape[0], lay.width), jnp.int32),
+                                 lambda: _order_draws(lay, okeys, j))
+                fy, items = fisher_yates_block(fy, order, j * lay.width, rows.done, True, prefix)
+            elif lay.passes == 1:
                 fy, items = shuffle_block(fy)
             else:  # the shuffle happens in the first pass only
                 fy, items = lax.cond(k == 0, shuffle_block, lambda f: (
@@ -715,9 +784,16 @@ def run_keys(mech, keys: Key, q: Array, t: Array, *, shuffle: bool,
     else:
         skeys = {name: jax.vmap(lambda k, s=name: stream_key(k, s))(keys) for name in names}
     once = vectorized and mech.has_block()  # the block form: many consumers of each draw
-    get_block = lambda src, k, j: _lazy_block(mech, lay, src, k, j, dtype, once)  # noqa: E731
+    # the compiled prefix (its kernel draws the partners from raw Threefry keys), where the
+    # compiled block runs and a single pass reads its items from the rows (``_loop``'s in_perm)
+    prefix = shuffle_prefix(lay) if (shuffle and kd is not None and lay.passes == 1 and
+                                     _native.fisher_yates_target() is not None) else 0
+    drawn = [name for name in names if not (prefix and name == "order")]
+
+    def get_block(src, k, j):
+        return _lazy_block(mech, lay, {name: src[name] for name in drawn}, k, j, dtype, once)
     return _loop(mech, lay, keys.shape[0], z0, skeys, get_block, q, t, offsets, shuffle,
-                 vectorized)
+                 vectorized, prefix=prefix)
 
 
 def run_draws(mech, draws: Draws, q: Array, t: Array, *, vectorized: bool = True) -> Outcome:
