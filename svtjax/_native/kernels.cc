@@ -297,6 +297,14 @@ ffi::Error FisherYatesImpl(ffi::AnyBuffer perm_in, ffi::AnyBuffer slot, ffi::Any
 // permutation's state), j int32[G, B] and a int16/int32[G, B] (the pending write, as the block
 // kernel leaves it after position prefix - 1).
 
+// Clones of a function for AVX-512 and AVX2, picked when the library loads (an ifunc: ELF
+// targets with GNU-style attributes); elsewhere one baseline build.
+#if defined(__x86_64__) && defined(__ELF__) && defined(__GNUC__)
+#define SVTJAX_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define SVTJAX_VECTOR_CLONES
+#endif
+
 constexpr uint32_t kParity = 0x1BD11BDA;
 constexpr int kBlock = 64;  // svtjax.mechanisms.base.BLOCK: positions per random block
 
@@ -326,7 +334,7 @@ inline void Threefry(uint32_t k0, uint32_t k1, uint32_t& x0, uint32_t& x1) {
 // and the products; a clone for each vector extension, picked at run time, so the build needs
 // no -march flag. A word is rejected (probability below n / 2^32) only where its product's low
 // word is below span; those are redrawn one by one.
-__attribute__((target_clones("avx512f", "avx2", "default")))
+SVTJAX_VECTOR_CLONES
 void BlockPartners(uint32_t k0, uint32_t k1, int64_t b, int64_t n, int32_t* partner) {
   uint32_t b0 = 0, b1 = static_cast<uint32_t>(b);  // fold_in(key, b)
   Threefry(k0, k1, b0, b1);
