@@ -102,7 +102,7 @@ def main(argv=None) -> int:
     machine.tune_allocator()
     t0 = time.perf_counter()
     rows = measure(args.sizes, args.rounds, tuple(args.prefixes))
-    machine.write_record("shuffle_prefix", "shuffle-prefix", args.out, rows=rows,
+    machine.write_record("shuffle-prefix", "shuffle-prefix", args.out, rows=rows,
                          wall_s=time.perf_counter() - t0)
     return 0
 

@@ -682,6 +682,35 @@ def shuffle_groups_md(results_dir: Path) -> list:
     return out + [""]
 
 
+def shuffle_prefix_md(results_dir: Path) -> list:
+    """The shuffle's prefix made before the block loop: the latest record of
+    benchmarks/bench_shuffle_prefix.py (none: no section)."""
+    rec = _latest_benchmark(results_dir, "shuffle-prefix")
+    if rec is None:
+        return []
+    out = _opening(
+        "The shuffle's prefix", "python benchmarks/bench_shuffle_prefix.py", rec,
+        "the headline workload with a per-trial shuffle through `simulate(reduce=)` computing "
+        "F1 and SER, with the first positions of every trial's shuffle made before the block "
+        "loop by the compiled prefix kernel, trial by trial (`svtjax.mechanisms._engine."
+        "SHUFFLE_PREFIX`, at most half the stream: `uses`; 0: the lazy blocks alone). Medians "
+        "of interleaved rounds in ms; `same numbers`: every prefix gives the same F1, SER and "
+        "halts.") + [
+        "| n | trials | prefix | uses | ms | ÷ no prefix | same numbers |",
+        "|---|---|---|---|---|---|---|"]
+    for r in rec["rows"]:
+        med = r["median_s"]
+        base = med.get("0")
+        for p in r["prefixes"]:
+            ms = med.get(str(p))
+            speed = f"{base / ms:.2f}x" if ms and base else "—"
+            default = " (default)" if p == r.get("default") else ""
+            out.append(f"| {r['n']} | {r['trials']} | {p}{default} | {r['used'][str(p)]} | "
+                       f"{_fmt(None if ms is None else 1e3 * ms, '.2f')} | {speed} | "
+                       f"{'yes' if r.get('same_numbers') else 'no'} |")
+    return out + [""]
+
+
 def fisher_yates_md(results_dir: Path) -> list:
     """The lazy Fisher–Yates swaps alone, per swap: the latest record of
     benchmarks/bench_fisher_yates.py (none: no section)."""
@@ -929,7 +958,8 @@ def write_results_md(results_dir: Path, output: Path, suites: Sequence[str] = ("
     head, sep, rest = text.partition("\n## GPU")
     text = (head + "\n" + "\n".join(reproduce_md(Path(results_dir)) + exact_md(
         Path(results_dir)) + ties_md(Path(results_dir)) + cost_md(Path(results_dir))
-        + shuffle_groups_md(Path(results_dir)) + fisher_yates_md(Path(results_dir))
+        + shuffle_groups_md(Path(results_dir)) + shuffle_prefix_md(Path(results_dir))
+        + fisher_yates_md(Path(results_dir))
         + thunks_md(Path(results_dir))
         + draw_once_md(Path(results_dir))
         + short_streams_md(Path(results_dir))

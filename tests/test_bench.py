@@ -479,6 +479,21 @@ def test_shuffle_groups_section_renders_the_latest_record(tmp_path):
     assert render.shuffle_groups_md(tmp_path / "missing") == []
 
 
+def test_shuffle_prefix_section_renders_the_latest_record(tmp_path):
+    """RESULTS.md's shuffle-prefix section comes from bench_shuffle_prefix.py's JSON (the latest
+    record), each prefix with the positions it uses and its speed relative to no prefix."""
+    def rows(ms):
+        return [{"n": 1000, "trials": 64, "prefixes": [0, 1024], "used": {"0": 0, "1024": 448},
+                 "default": 1024, "same_numbers": True,
+                 "median_s": {"0": 0.04, "1024": ms / 1e3}}]
+    _older_and_newer(tmp_path, "shuffle-prefix", rows(80), rows(20))
+    text = "\n".join(render.shuffle_prefix_md(tmp_path))
+    assert "| 1000 | 64 | 1024 (default) | 448 | 20.00 | 2.00x | yes |" in text  # the later
+    assert "| 1000 | 64 | 0 | 0 | 40.00 | 1.00x | yes |" in text
+    assert "80.00" not in text and "test cpu" in text
+    assert render.shuffle_prefix_md(tmp_path / "missing") == []
+
+
 def test_exact_section_renders_the_latest_full_records(tmp_path):
     """RESULTS.md's svtjax.exact section: speed, accuracy and the Monte Carlo check, each from
     the latest full (not --quick) bench_exact record that holds it."""
@@ -528,7 +543,8 @@ def test_cost_breakdown_no_swap_probe_runs_the_stored_order():
         return svtjax.simulate(mech, q, t, trials=64, seed=3, shuffle=shuffle,
                                reduce=lambda o: per_trial(o))
 
+    prefix = dict(_engine.SHUFFLE_PREFIX)
     probe = cost_breakdown._without_swaps(lambda: run(True))
-    assert _engine.fisher_yates_block is real
+    assert _engine.fisher_yates_block is real and _engine.SHUFFLE_PREFIX == prefix
     assert int(probe) == int(run(False))
     assert int(run(True)) != int(probe)  # the real shuffle is another run

@@ -334,10 +334,20 @@ inline void Threefry(uint32_t k0, uint32_t k1, uint32_t& x0, uint32_t& x1) {
 // and the products; a clone for each vector extension, picked at run time, so the build needs
 // no -march flag. A word is rejected (probability below n / 2^32) only where its product's low
 // word is below span; those are redrawn one by one.
+// The keys of blocks 0 .. blocks - 1 of a trial's order key, fold_in(key, b), one lane each.
 SVTJAX_VECTOR_CLONES
-void BlockPartners(uint32_t k0, uint32_t k1, int64_t b, int64_t n, int32_t* partner) {
-  uint32_t b0 = 0, b1 = static_cast<uint32_t>(b);  // fold_in(key, b)
-  Threefry(k0, k1, b0, b1);
+void BlockKeys(uint32_t k0, uint32_t k1, int64_t blocks, uint32_t* key0, uint32_t* key1) {
+  for (int64_t b = 0; b < blocks; ++b) {
+    uint32_t x0 = 0, x1 = static_cast<uint32_t>(b);
+    Threefry(k0, k1, x0, x1);
+    key0[b] = x0;
+    key1[b] = x1;
+  }
+}
+
+// (b0, b1): the block's key, fold_in(order key, b).
+SVTJAX_VECTOR_CLONES
+void BlockPartners(uint32_t b0, uint32_t b1, int64_t b, int64_t n, int32_t* partner) {
   const int64_t first = b * kBlock;
   uint32_t bits[kBlock];
   for (int i = 0; i < kBlock; ++i) {
@@ -371,6 +381,13 @@ void BlockPartners(uint32_t k0, uint32_t k1, int64_t b, int64_t n, int32_t* part
   }
 }
 
+// A thread's scratch vector `which`, at least `size` long.
+inline std::vector<uint32_t>& Scratch(int which, int64_t size) {
+  thread_local std::vector<uint32_t> scratch[2];
+  if (static_cast<int64_t>(scratch[which].size()) < size) scratch[which].resize(size);
+  return scratch[which];
+}
+
 // One trial: its row from the identity through positions 0 .. prefix - 1. A plain swap per
 // position (item = row[j]; row[j] = row[p]; row[p] = item) is the block kernel's step with
 // write_items, its deferred write done at once; the pending write returned (j of the last
@@ -382,10 +399,14 @@ void PrefixRow(uint32_t k0, uint32_t k1, T* row, int64_t n, int64_t prefix, int3
   T value = 0;
   for (int64_t p = 0; p < n; ++p, ++value) row[p] = value;
   alignas(64) int32_t partner[kBlock];
+  const int64_t blocks = prefix / kBlock;
+  std::vector<uint32_t>& key0 = Scratch(0, blocks);
+  std::vector<uint32_t>& key1 = Scratch(1, blocks);
+  BlockKeys(k0, k1, blocks, key0.data(), key1.data());
   T a = 0;
   int32_t jp = 0;
-  for (int64_t b = 0; b < prefix / kBlock; ++b) {
-    BlockPartners(k0, k1, b, n, partner);
+  for (int64_t b = 0; b < blocks; ++b) {
+    BlockPartners(key0[b], key1[b], b, n, partner);
     T* at = row + b * kBlock;
     for (int i = 0; i < kBlock; ++i) {  // partner[i] in [p, n): inside the row
       jp = partner[i];
