@@ -41,6 +41,22 @@ def test_off_switch(monkeypatch):
     assert _native.status() == "off (SVTJAX_NATIVE=0)"
 
 
+def test_an_extension_missing_a_handler_is_not_used(monkeypatch):
+    """An extension built from an older checkout (an editable install not rebuilt) lacks the
+    newer handlers: it is not used, and the status says how to rebuild it."""
+    class Old:
+        jaxlib_version = __import__("jaxlib.version").version.__version__
+        fisher_yates = first_tops = staticmethod(lambda: None)
+
+    monkeypatch.setattr(_native, "_module", lambda: Old)
+    assert "fisher_yates_prefix" in _native.status() and "pip install -e" in _native.status()
+    _native._registered.cache_clear()
+    try:
+        assert _native.fisher_yates_target() is None and _native.first_tops_target() is None
+    finally:
+        _native._registered.cache_clear()
+
+
 def _pure(monkeypatch):
     monkeypatch.setattr(_native, "fisher_yates_target", lambda: None)
 

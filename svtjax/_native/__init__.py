@@ -18,7 +18,8 @@ The extension is built when svtjax is installed (``setup.py``) and used only
 
 * on the CPU backend,
 * when it was built against the jaxlib that runs it (the FFI's binary interface is versioned
-  with jaxlib),
+  with jaxlib) and from this source (an editable install keeps an extension built from an
+  older checkout until it is reinstalled: one missing a handler is not used),
 * unless the environment variable ``SVTJAX_NATIVE`` is ``0`` (the pure-JAX functions then run
   everywhere, e.g. to compare the two).
 
@@ -60,7 +61,15 @@ def status() -> str:
     if module.jaxlib_version != jaxlib.version.__version__:
         return (f"built for jaxlib {module.jaxlib_version}, running jaxlib "
                 f"{jaxlib.version.__version__} (the pure-JAX functions run)")
+    missing = [name for name in _HANDLERS if not hasattr(module, name)]
+    if missing:  # an editable install whose extension predates this source
+        return (f"built from an older svtjax (no {', '.join(missing)}; the pure-JAX functions "
+                f"run): reinstall svtjax (pip install -e .) to rebuild it")
     return f"on (jaxlib {module.jaxlib_version})"
+
+
+_HANDLERS = ("fisher_yates", "fisher_yates_prefix", "first_tops")
+"""The extension's functions returning the handlers, all of which this source uses."""
 
 
 @functools.cache
