@@ -652,24 +652,34 @@ def _opening(title: str, command: str, rec: dict, text: str) -> list:
     return [f"## {title}", "", f"{_run_by(command, rec)}: {text}", ""]
 
 
+def _bench_section(results_dir: Path, name: str, title: str, text: str, header: list):
+    """The latest record of ``benchmarks/bench_<name>.py`` (``name`` with hyphens) and its
+    section's opening (:func:`_opening`) followed by the table's ``header`` lines; (None, [])
+    without a record."""
+    rec = _latest_benchmark(results_dir, name)
+    if rec is None:
+        return None, []
+    command = f"python benchmarks/bench_{name.replace('-', '_')}.py"
+    return rec, _opening(title, command, rec, text) + header
+
+
 def shuffle_groups_md(results_dir: Path) -> list:
     """Reduced shuffled chunks run in trial groups: the latest record of
     benchmarks/bench_shuffle_groups.py (none: no section)."""
-    rec = _latest_benchmark(results_dir, "shuffle-groups")
-    if rec is None:
-        return []
-    out = _opening(
-        "Shuffled trials in groups", "python benchmarks/bench_shuffle_groups.py", rec,
+    rec, out = _bench_section(
+        results_dir, "shuffle-groups", "Shuffled trials in groups",
         "the headline workload with a per-trial "
         "shuffle through `simulate(reduce=)` (reducers `f1`, `count`) or with full Outcomes "
         "and the top-c selection (`outcome`), the chunk's trials run in equal groups whose "
         "random-order state takes about the budget (`svtjax.simulate.SHUFFLE_GROUP_BYTES`; "
         "0: one group). Medians of interleaved rounds in ms; `same numbers`: the sums equal "
         "those of one group; `simulate uses`: the groups `simulate` picks by default (a chunk "
-        "is grouped only within `svtjax.simulate.GROUP_TRIAL_BYTES` a trial).") + [
-        "| n | trials | reducer | budget MiB | groups | ms | ÷ one group | same numbers | "
-        "simulate uses |",
-        "|---|---|---|---|---|---|---|---|---|"]
+        "is grouped only within `svtjax.simulate.GROUP_TRIAL_BYTES` a trial).", [
+            "| n | trials | reducer | budget MiB | groups | ms | ÷ one group | same numbers | "
+            "simulate uses |",
+            "|---|---|---|---|---|---|---|---|---|"])
+    if rec is None:
+        return []
     base = {(r["n"], r["reducer"]): r.get("median_s") for r in rec["rows"]
             if r.get("budget_mib") == 0}
     for r in rec["rows"]:
@@ -685,19 +695,17 @@ def shuffle_groups_md(results_dir: Path) -> list:
 def shuffle_prefix_md(results_dir: Path) -> list:
     """The shuffle's prefix made before the block loop: the latest record of
     benchmarks/bench_shuffle_prefix.py (none: no section)."""
-    rec = _latest_benchmark(results_dir, "shuffle-prefix")
-    if rec is None:
-        return []
-    out = _opening(
-        "The shuffle's prefix", "python benchmarks/bench_shuffle_prefix.py", rec,
+    rec, out = _bench_section(
+        results_dir, "shuffle-prefix", "The shuffle's prefix",
         "the headline workload with a per-trial shuffle through `simulate(reduce=)` computing "
         "F1 and SER, with the first positions of every trial's shuffle made before the block "
         "loop by the compiled prefix kernel, trial by trial (`svtjax.mechanisms._engine."
         "SHUFFLE_PREFIX`, at most half the stream: `uses`; 0: the lazy blocks alone). Medians "
         "of interleaved rounds in ms; `same numbers`: every prefix gives the same F1, SER and "
-        "halts.") + [
-        "| n | trials | prefix | uses | ms | ÷ no prefix | same numbers |",
-        "|---|---|---|---|---|---|---|"]
+        "halts.", ["| n | trials | prefix | uses | ms | ÷ no prefix | same numbers |",
+                   "|---|---|---|---|---|---|---|"])
+    if rec is None:
+        return []
     for r in rec["rows"]:
         med = r["median_s"]
         base = med.get("0")
