@@ -260,13 +260,11 @@ ffi::Error FisherYatesImpl(ffi::AnyBuffer perm_in, ffi::AnyBuffer slot, ffi::Any
   switch (perm_in.element_type()) {
     case ffi::DataType::S16:
       Run<int16_t>(perm_in, slot, j, a, order, start, done, write_items, made, &pool, perm_out,
-                   items,
-                   a_out);
+                   items, a_out);
       return ffi::Error::Success();
     case ffi::DataType::S32:
       Run<int32_t>(perm_in, slot, j, a, order, start, done, write_items, made, &pool, perm_out,
-                   items,
-                   a_out);
+                   items, a_out);
       return ffi::Error::Success();
     default:
       return ffi::Error::InvalidArgument("svtjax_fisher_yates: perm must be int16 or int32");
@@ -328,12 +326,6 @@ inline void Threefry(uint32_t k0, uint32_t k1, uint32_t& x0, uint32_t& x1) {
   }
 }
 
-// Swap partners of the 64 positions of block b for a trial's order key: j_p uniform on
-// [p, n) (fast_block_order). The words are jax.random.bits(fold_in(key, b), (64,)): word i is
-// hash_0 ^ hash_1 of counter (0, i). Independent lanes, so the compiler vectorises the hashes
-// and the products; a clone for each vector extension, picked at run time, so the build needs
-// no -march flag. A word is rejected (probability below n / 2^32) only where its product's low
-// word is below span; those are redrawn one by one.
 // The keys of blocks 0 .. blocks - 1 of a trial's order key, fold_in(key, b), one lane each.
 SVTJAX_VECTOR_CLONES
 void BlockKeys(uint32_t k0, uint32_t k1, int64_t blocks, uint32_t* key0, uint32_t* key1) {
@@ -345,7 +337,12 @@ void BlockKeys(uint32_t k0, uint32_t k1, int64_t blocks, uint32_t* key0, uint32_
   }
 }
 
-// (b0, b1): the block's key, fold_in(order key, b).
+// Swap partners of the 64 positions of block b, whose key is (b0, b1) = fold_in(order key, b):
+// j_p uniform on [p, n) (fast_block_order). The words are jax.random.bits((b0, b1), (64,)):
+// word i is hash_0 ^ hash_1 of counter (0, i). Independent lanes, so the compiler vectorises the hashes
+// and the products; a clone for each vector extension, picked at run time, so the build needs
+// no -march flag. A word is rejected (probability below n / 2^32) only where its product's low
+// word is below span; those are redrawn one by one.
 SVTJAX_VECTOR_CLONES
 void BlockPartners(uint32_t b0, uint32_t b1, int64_t b, int64_t n, int32_t* partner) {
   const int64_t first = b * kBlock;
