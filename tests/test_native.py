@@ -1,6 +1,6 @@
 """The compiled kernels (svtjax._native) give exactly the pure-JAX functions' results: the
 Fisher–Yates block, the shuffle's prefix, and the first ⊤ of Outcome rows (``svtjax.selected``,
-the shuffled metrics).
+the shuffled metrics); and to rounding: ``svtjax.exact``'s random-order recursions.
 
 Every shuffled case of ``tests/test_bit_identity.py`` also runs through it (it is the default on
 the CPU); here it is compared with the pure-JAX block directly, block by block on hand-made
@@ -38,6 +38,7 @@ def test_off_switch(monkeypatch):
     monkeypatch.setenv("SVTJAX_NATIVE", "0")
     assert _native.fisher_yates_target() is None
     assert _native.first_tops_target() is None
+    assert not _native.exact_target()
     assert _native.status() == "off (SVTJAX_NATIVE=0)"
 
 
@@ -424,3 +425,54 @@ def test_selected_uses_the_compiled_loop():
     assert "svtjax_first_tops" in text
     want, _, _ = _core._first_tops_blocks(answers, items, jnp.int32(3), 3, 40, False)
     np.testing.assert_array_equal(svtjax.selected(out, 3), want)
+
+
+# -- svtjax.exact's random order ------------------------------------------------------------------
+
+EXACT_CASES = [
+    ("svt-s", {"epsilon": 0.5, "c": 6, "monotonic": True}, None, "zipf", False),
+    ("svt-s", {"epsilon": 0.5, "c": 6}, 3, "zipf", True),  # metric cut-off below the mechanism's
+    ("svt-s", {"epsilon": 0.5, "c": 6}, None, "tied", False),  # tie groups before the items
+    ("generalized-svt", {"c": 6, "threshold_noise": svtjax.noise.Gaussian(3.0),
+                         "query_noise": svtjax.noise.Gaussian(5.0)}, None, "zipf", True),
+    ("stoddard", {"epsilon": 1.0}, 6, "zipf", False),  # no cut-off: every item evaluated
+]
+
+
+@pytest.mark.parametrize("name,params,c,scores,full", EXACT_CASES,
+                         ids=[f"{n}-{i}" for i, (n, *_) in enumerate(EXACT_CASES)])
+def test_exact_random_order_equals_pure(monkeypatch, name, params, c, scores, full):
+    """svtjax.exact's random-order law through the compiled recursions and inner integrals
+    (``_native.exact_target``) equals the pure-JAX law to 1e-14 in every field, with the
+    skipped paths on (``full`` False) and off (``tail = 0``: every chunk takes the full
+    recursion); the compiled kernels did run."""
+    from svtjax import exact
+    from svtjax.exact import _laws
+
+    if not _native.exact_target():
+        pytest.skip("the compiled kernels do not run here")
+    n = 600
+    q = (np.floor(np.random.default_rng(5).pareto(1.1, n)) + 1.0 if scores == "tied"
+         else n / np.arange(1.0, n + 1))
+    mech = svtjax.get(name, **params)
+    t = svtjax.datasets.lyu_threshold(q, c or mech.c)
+    host = _laws.random_order_host
+    if full:
+        monkeypatch.setattr(_laws, "random_order_host",
+                            lambda *a, **k: host(*a, **dict(k, tail=0.0)))
+    chunk = _laws._random_chunk_jit
+    used = []
+
+    def spy(*a, **k):
+        used.append(k["native"] and a[0].shape[0] % 8 == 0)
+        return chunk(*a, **k)
+
+    monkeypatch.setattr(_laws, "_random_chunk_jit", spy)
+    native = exact.selection_law(mech, q, t, shuffle=True, c=c)
+    assert any(used), used
+    monkeypatch.setattr(_native, "exact_target", lambda: False)
+    pure = exact.selection_law(mech, q, t, shuffle=True, c=c)
+    for field in ("top", "member", "evaluated", "count"):
+        np.testing.assert_allclose(np.asarray(getattr(native, field)),
+                                   np.asarray(getattr(pure, field)), rtol=0, atol=1e-14,
+                                   err_msg=field)

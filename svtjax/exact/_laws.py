@@ -512,7 +512,8 @@ LOG_GROUP = 8
 """Factors multiplied per logarithm in :func:`_inverse_means` (float64)."""
 
 
-def _inverse_means(Pb, Qb, mu, dtype, laguerre: bool, grouped: bool = False, ties=None):
+def _inverse_means(Pb, Qb, mu, dtype, laguerre: bool, grouped: bool = False, ties=None,
+                   native: bool = False):
     """E[1/(M_{−i}+1)] given z for every item: [nb, BLOCK, G] (see :func:`random_order`), and
     with ``ties`` = (P [U, G], Q [U, G], m [U]) (U scores shared by m_u items each) also for
     one item of each tie group: ([nb, BLOCK, G], [U, G]).
@@ -530,8 +531,15 @@ def _inverse_means(Pb, Qb, mu, dtype, laguerre: bool, grouped: bool = False, tie
     so a product of 8 is above 1e-141 and never underflows; it adds 7 roundings per 8 factors
     to the sum of logs (relative ~1e-15). float32 keeps one log per factor: its products of 8
     could underflow.
+
+    ``native`` (float64 only): both passes over the items run as svtjax's compiled kernels
+    (:data:`svtjax._native.LOG_PRODUCTS_TARGET`, :data:`svtjax._native.INVERSE_SUMS_TARGET`),
+    whose running product is renormalised every 8 factors and takes one logarithm at the end
+    (``grouped`` is then moot).
     """
     s, oms, weight, log_factor = _inverse_mean_nodes(mu, dtype, laguerre)
+    if native:
+        return _native_inverse_means(Pb, Qb, oms, weight, log_factor, ties)
 
     def log_block(acc, pq):  # log F(s_t) = Σ_j log(1 − p_j s_t), block by block
         p, q = pq
@@ -647,12 +655,20 @@ def _correlate(V, b):
 
 
 def _random_chunk(zc, wc, qc, d, ties, *, states: int, c_mech: Optional[int], c_eff: int,
-                  tail: float):
+                  tail: float, native: bool = False):
     """:func:`random_order` on one chunk of nodes ``zc`` [chunk] with weights ``wc`` [chunk, L]
     and query noise ``qc`` (per-node scales [chunk]): (out [n + U, 3, L], count [states, L]),
-    the chunk's part of the integrals (rows: P(⊤), P(∈ S), P(evaluated))."""
+    the chunk's part of the integrals (rows: P(⊤), P(∈ S), P(evaluated)).
+
+    ``native`` (static; float64, the CPU, concrete laws: :func:`random_order_host`): the
+    forward and backward recursions over the single items run as svtjax's compiled kernels
+    (:func:`svtjax._native.exact_target`; about a dozen small XLA kernels per item otherwise),
+    and so do the inner integrals' products and sums (:func:`_inverse_means`): the same
+    operations, to rounding."""
     n = d.shape[0]
     dtype = zc.dtype
+    # the compiled kernels take the nodes 8 at a time (one AVX-512 vector of doubles)
+    native = native and dtype == jnp.float64 and zc.shape[0] % 8 == 0
     ks = (c_mech, c_eff) if c_mech is not None and c_eff != c_mech else \
         ((c_mech,) if c_mech is not None else (c_eff,))
     ks_arr = jnp.asarray(ks, dtype)
@@ -684,7 +700,10 @@ def _random_chunk(zc, wc, qc, d, ties, *, states: int, c_mech: Optional[int], c_
         before_ties = None
         if T is not None:
             pre0, before_ties = lax.scan(lambda pre, b: (_convolve(pre, b), pre), pre0, T)
-        full, starts = lax.scan(fwd_block, pre0, (Pb, Qb))
+        if native:
+            full, starts = _native_forward(pre0, Pb, Qb)
+        else:
+            full, starts = lax.scan(fwd_block, pre0, (Pb, Qb))
         return full, starts, before_ties
 
     def outputs(p, e_g):
@@ -697,9 +716,10 @@ def _random_chunk(zc, wc, qc, d, ties, *, states: int, c_mech: Optional[int], c_
         P_tie, Q_tie = tie if tie is not None else (None, None)
         with_ties = None if tie is None else (P_tie, Q_tie, m_tie)
         e_inv = lax.cond(jnp.all(mu >= LAGUERRE_FROM),
-                         lambda pb, qb: _inverse_means(pb, qb, mu, dtype, True, ties=with_ties),
+                         lambda pb, qb: _inverse_means(pb, qb, mu, dtype, True, ties=with_ties,
+                                                       native=native),
                          lambda pb, qb: _inverse_means(pb, qb, mu, dtype, False,
-                                                       ties=with_ties), Pb, Qb)
+                                                       ties=with_ties, native=native), Pb, Qb)
         if tie is not None:
             e_inv, inv_tie = e_inv
             T_full, T_loo = tie_laws(P_tie, Q_tie)
@@ -733,9 +753,15 @@ def _random_chunk(zc, wc, qc, d, ties, *, states: int, c_mech: Optional[int], c_
             out = out.reshape((_BLOCK,) + out.shape[2:])
             return V, out @ wc  # integrated over the chunk's nodes once per block
 
-        V0 = jnp.broadcast_to(terminal[:, :, None], (len(ks), states, mu.shape[0])).astype(dtype)
-        V, outs = lax.scan(bwd_block, V0, (starts, Pb, Qb, e_inv), reverse=True)
-        outs = outs.reshape((n_pad,) + outs.shape[2:])[:n]
+        if native:
+            outs, V = _native_backward(starts, Pb, Qb, e_inv, terminal.astype(dtype),
+                                       ks_arr, c_mech is not None)
+            outs = (outs @ wc)[:n]  # [n_pad, 3, chunk] @ [chunk, L]
+        else:
+            V0 = jnp.broadcast_to(terminal[:, :, None],
+                                  (len(ks), states, mu.shape[0])).astype(dtype)
+            V, outs = lax.scan(bwd_block, V0, (starts, Pb, Qb, e_inv), reverse=True)
+            outs = outs.reshape((n_pad,) + outs.shape[2:])[:n]
         if tie is None:
             return outs, full @ wc
 
@@ -755,7 +781,7 @@ def _random_chunk(zc, wc, qc, d, ties, *, states: int, c_mech: Optional[int], c_
         # when tail / (k − 1) ≤ 1e-30, as (μ − k)² ≥ 2 · 69 · (μ − 1) needs: then every factor
         # 1 − p_j s_t ≥ 1 − 51.7/139 and the grouped logarithms are safe).
         e_inv = _inverse_means(Pb, Qb, mu, dtype, True, grouped=log_tail <= math.log(1e-30),
-                               ties=None if tie is None else (*tie, m_tie))
+                               ties=None if tie is None else (*tie, m_tie), native=native)
 
         def out_of(p, e_inv):
             evaluated = ks_arr[0] * e_inv if c_mech is not None else jnp.ones_like(p)
@@ -804,6 +830,60 @@ def _random_chunk(zc, wc, qc, d, ties, *, states: int, c_mech: Optional[int], c_
         return lax.switch(branch, (cheap_chunk, low_chunk, full_chunk), Pb, Qb, mu, wc, tie)
 
     return one_chunk(zc, wc, qc)
+
+
+def _native_inverse_means(Pb, Qb, oms, weight, log_factor, ties):
+    """:func:`_inverse_means`'s two passes over the items as the compiled kernels."""
+    from svtjax import _native
+
+    nb, block, G = Pb.shape
+    P, Q = Pb.reshape(nb * block, G), Qb.reshape(nb * block, G)
+    logF = jax.ffi.ffi_call(_native.LOG_PRODUCTS_TARGET,
+                            jax.ShapeDtypeStruct(oms.shape, oms.dtype),
+                            vmap_method="sequential")(P, Q, oms)
+    if ties is not None:  # m_u equal factors: m_u log(1 − p_u s_t)
+        Pu, Qu, m = ties
+        logF = logF + jnp.einsum("u,utg->tg", m.astype(oms.dtype),
+                                 jnp.log(Qu[:, None] + Pu[:, None] * oms[None]))
+    A = weight * jnp.exp(log_factor + logF)
+    inv = jax.ffi.ffi_call(_native.INVERSE_SUMS_TARGET,
+                           jax.ShapeDtypeStruct(P.shape, P.dtype),
+                           vmap_method="sequential")(P, Q, oms, A).reshape(nb, block, G)
+    if ties is None:
+        return inv
+    return inv, jnp.sum(A[None] / (Qu[:, None] + Pu[:, None] * oms[None]), axis=1)
+
+
+def _native_forward(pre0, Pb, Qb):
+    """``count_law``'s forward scan over blocks (the law after every item, and before each block)
+    as one call of the compiled kernel (:data:`svtjax._native.PB_FORWARD_TARGET`)."""
+    from svtjax import _native
+
+    nb, block, G = Pb.shape
+    S = pre0.shape[0]
+    return jax.ffi.ffi_call(
+        _native.PB_FORWARD_TARGET,
+        (jax.ShapeDtypeStruct((S, G), pre0.dtype), jax.ShapeDtypeStruct((nb, S, G), pre0.dtype)),
+        vmap_method="sequential",
+    )(pre0, Pb.reshape(nb * block, G), Qb.reshape(nb * block, G), block=np.int64(block))
+
+
+def _native_backward(starts, Pb, Qb, e_inv, terminal, ks, evaluated_from_first: bool):
+    """The backward pass of ``full_chunk`` (per item and node, before the integral over the
+    nodes: [n_pad, 3, G]; and V before the first single item [K, states, G]) as one call of
+    the compiled kernel (:data:`svtjax._native.PB_BACKWARD_TARGET`)."""
+    from svtjax import _native
+
+    nb, block, G = Pb.shape
+    S = starts.shape[1]
+    flat = lambda x: x.reshape(nb * block, G)  # noqa: E731
+    return jax.ffi.ffi_call(
+        _native.PB_BACKWARD_TARGET,
+        (jax.ShapeDtypeStruct((nb * block, 3, G), starts.dtype),
+         jax.ShapeDtypeStruct((ks.shape[0], S, G), starts.dtype)),
+        vmap_method="sequential",
+    )(starts, flat(Pb), flat(Qb), flat(e_inv), terminal, ks.astype(starts.dtype),
+      block=np.int64(block), evaluated_from_first=np.bool_(evaluated_from_first))
 
 
 def _random_chunk_nodes(G: int, n: int, states: int, ties, dtype,
@@ -889,7 +969,8 @@ def random_order(z, wz, d, query, *, states: int, c_mech: Optional[int], c_eff: 
     return _random_law(out, count, W, squeeze)
 
 
-_random_chunk_jit = jax.jit(_random_chunk, static_argnames=("states", "c_mech", "c_eff", "tail"))
+_random_chunk_jit = jax.jit(_random_chunk, static_argnames=("states", "c_mech", "c_eff", "tail",
+                                                           "native"))
 
 
 def random_order_host(z, wz, d, query, *, states: int, c_mech: Optional[int], c_eff: int,
@@ -904,8 +985,11 @@ def random_order_host(z, wz, d, query, *, states: int, c_mech: Optional[int], c_
     W, squeeze = _weights(np.asarray(wz))
     chunk = _random_chunk_nodes(max(z.shape[0], MAX_CHUNK.get(jax.default_backend(), 256)),
                                 d.shape[0], states, ties, z.dtype, max_chunk)
+    from svtjax import _native
+
+    native = np.dtype(z.dtype) == np.float64 and _native.exact_target()
     one_chunk = functools.partial(_random_chunk_jit, d=d, ties=ties, states=states,
-                                  c_mech=c_mech, c_eff=c_eff, tail=tail)
+                                  c_mech=c_mech, c_eff=c_eff, tail=tail, native=native)
     d_sort = np.asarray(d if ties is None else ties[4])
     out, count = _map_chunks_host(one_chunk, np.asarray(z), W, query, chunk, d_sort, group)
     return _random_law(out, count, W, squeeze)
