@@ -60,7 +60,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import svtjax  # noqa: E402
-from svtjax import exact  # noqa: E402
+from svtjax import _native, exact  # noqa: E402
 from svtjax.exact import _quadrature  # noqa: E402
 
 SCHEMA = "svtjax-bench-exact/1"
@@ -90,7 +90,8 @@ def _machine() -> dict:
     return {"host": socket.gethostname(), "cpu_model": _cpu_model(),
             "platform": platform.platform(),
             "python": platform.python_version(), "jax": jax.__version__,
-            "cpus": os.cpu_count(), "loadavg_start": os.getloadavg(), "commit": _git()}
+            "cpus": os.cpu_count(), "loadavg_start": os.getloadavg(), "commit": _git(),
+            "native": _native.status()}
 
 
 # -- Monte Carlo ---------------------------------------------------------------------------------
