@@ -1037,48 +1037,25 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(SvtjaxFirstTops, FirstTopsImpl,
 
 // The Python module: each function returns a handler as a capsule for
 // jax.ffi.register_ffi_target.
-static PyObject* FisherYatesHandler(PyObject*, PyObject*) {
-  return PyCapsule_New(reinterpret_cast<void*>(SvtjaxFisherYates), nullptr, nullptr);
-}
-
-static PyObject* FisherYatesPrefixHandler(PyObject*, PyObject*) {
-  return PyCapsule_New(reinterpret_cast<void*>(SvtjaxFisherYatesPrefix), nullptr, nullptr);
-}
-
-static PyObject* FirstTopsHandler(PyObject*, PyObject*) {
-  return PyCapsule_New(reinterpret_cast<void*>(SvtjaxFirstTops), nullptr, nullptr);
-}
-
-static PyObject* PbForwardHandler(PyObject*, PyObject*) {
-  return PyCapsule_New(reinterpret_cast<void*>(SvtjaxPbForward), nullptr, nullptr);
-}
-
-static PyObject* PbBackwardHandler(PyObject*, PyObject*) {
-  return PyCapsule_New(reinterpret_cast<void*>(SvtjaxPbBackward), nullptr, nullptr);
-}
-
-static PyObject* LogProductsHandler(PyObject*, PyObject*) {
-  return PyCapsule_New(reinterpret_cast<void*>(SvtjaxLogProducts), nullptr, nullptr);
-}
-
-static PyObject* InverseSumsHandler(PyObject*, PyObject*) {
-  return PyCapsule_New(reinterpret_cast<void*>(SvtjaxInverseSums), nullptr, nullptr);
+template <XLA_FFI_Error* (*H)(XLA_FFI_CallFrame*)>
+PyObject* Handler(PyObject*, PyObject*) {
+  return PyCapsule_New(reinterpret_cast<void*>(H), nullptr, nullptr);
 }
 
 static PyMethodDef kMethods[] = {
-    {"fisher_yates", FisherYatesHandler, METH_NOARGS,
+    {"fisher_yates", Handler<SvtjaxFisherYates>, METH_NOARGS,
      "The XLA FFI handler of one Fisher-Yates block (CPU)."},
-    {"fisher_yates_prefix", FisherYatesPrefixHandler, METH_NOARGS,
+    {"fisher_yates_prefix", Handler<SvtjaxFisherYatesPrefix>, METH_NOARGS,
      "The XLA FFI handler of the first positions of every trial's Fisher-Yates shuffle (CPU)."},
-    {"first_tops", FirstTopsHandler, METH_NOARGS,
+    {"first_tops", Handler<SvtjaxFirstTops>, METH_NOARGS,
      "The XLA FFI handler of the first tops of an Outcome batch (CPU)."},
-    {"pb_forward", PbForwardHandler, METH_NOARGS,
+    {"pb_forward", Handler<SvtjaxPbForward>, METH_NOARGS,
      "The XLA FFI handler of svtjax.exact's random-order forward recursion (CPU)."},
-    {"pb_backward", PbBackwardHandler, METH_NOARGS,
+    {"pb_backward", Handler<SvtjaxPbBackward>, METH_NOARGS,
      "The XLA FFI handler of svtjax.exact's random-order backward recursion (CPU)."},
-    {"log_products", LogProductsHandler, METH_NOARGS,
+    {"log_products", Handler<SvtjaxLogProducts>, METH_NOARGS,
      "The XLA FFI handler of svtjax.exact's inner-integral log products (CPU)."},
-    {"inverse_sums", InverseSumsHandler, METH_NOARGS,
+    {"inverse_sums", Handler<SvtjaxInverseSums>, METH_NOARGS,
      "The XLA FFI handler of svtjax.exact's inner-integral sums E[1/(M+1)] (CPU)."},
     {nullptr, nullptr, 0, nullptr}};
 
