@@ -454,7 +454,28 @@ def reproduce_md(results_dir: Path) -> list:
         out += ["| experiment | wall s | exit status |", "|---|---|---|"]
         out += [f"| {r['experiment']} | {r['seconds']:.0f} | {r['returncode']} |"
                 for r in rec["experiments"]]
-    return out + [""] + _older_reproduce_md(results_dir, rec)
+    return out + [""] + _earlier_runs_md(results_dir, rec) + _older_reproduce_md(results_dir, rec)
+
+
+EARLIER_RUNS = 4
+"""Earlier records of the same mode listed under the latest one: on a VM whose speed drifts by
+a quarter, one run alone says little about a target it meets or misses by a few percent."""
+
+
+def _earlier_runs_md(results_dir: Path, rec: dict) -> list:
+    """One line naming the totals of the :data:`EARLIER_RUNS` records of ``rec``'s mode made
+    before it (this checkout's, not ``--tree``), newest first; nothing when there are none."""
+    recs = _records(results_dir, "reproduce-*.json",
+                    lambda r: (r.get("schema") == "svtjax-reproduce/1" and not r.get("tree")
+                               and r["mode"] == rec["mode"] and r["created"] < rec["created"]))
+    recs = sorted(recs, key=lambda r: r["created"], reverse=True)[:EARLIER_RUNS]
+    if not recs:
+        return []
+    runs = [f"`{Path(r['_path']).name}` ({(r.get('commit') or '?')[:7]}): "
+            f"{r['total_seconds']:.0f} s"
+            + (f", empty cache {r['warmup_seconds']:.0f} s" if r.get("warmup_seconds") else "")
+            for r in recs]
+    return ["Earlier runs of this mode, newest first: " + "; ".join(runs) + ".", ""]
 
 
 def _older_reproduce_md(results_dir: Path, rec: dict) -> list:

@@ -548,3 +548,30 @@ def test_cost_breakdown_no_swap_probe_runs_the_stored_order():
     assert _engine.fisher_yates_block is real and _engine.SHUFFLE_PREFIX == prefix
     assert int(probe) == int(run(False))
     assert int(run(True)) != int(probe)  # the real shuffle is another run
+
+
+def test_reproduce_section_lists_the_earlier_runs_of_its_mode(tmp_path):
+    """Under the latest record, the totals of the earlier runs of the same mode of this checkout
+    (newest first, at most ``render.EARLIER_RUNS``), not those of another mode or tree."""
+    def rec(created, total, warmup=None, mode="paper", tree=None):
+        return {"schema": "svtjax-reproduce/1", "created": created, "mode": mode,
+                "cache": "warm", "jobs": 2, "tree": tree, "commit": "abcdef0123",
+                "machine": {"machine_id": "m", "cpu_model": "cpu", "logical_cores": 2},
+                "load_average": {"start": [1, 1, 1], "end": [1, 1, 1]},
+                "total_seconds": total, "warmup_seconds": warmup, "all_succeeded": True,
+                "experiments": [{"experiment": "audit", "seconds": total, "returncode": 0}]}
+    runs = [rec(f"2026-01-0{d}T00:00:00", 300.0 + d, 800.0 + d) for d in range(1, 7)]
+    runs += [rec("2026-01-07T00:00:00", 50.0, mode="quick"),
+             rec("2026-01-08T00:00:00", 900.0, tree="/tmp/old")]
+    for k, r in enumerate(runs):
+        (tmp_path / f"reproduce-{k}.json").write_text(json.dumps(r))
+    text = "\n".join(render.reproduce_md(tmp_path))
+    assert "**306 s (5.1 min)**" in text
+    line = next(x for x in text.splitlines() if x.startswith("Earlier runs"))
+    assert line.index("305 s, empty cache 805 s") < line.index("302 s, empty cache 802 s")
+    assert line.count(" s, empty cache ") == render.EARLIER_RUNS
+    assert "301 s" not in line and "50 s" not in line and "900 s" not in line
+    for k in (0, 1, 2, 3, 4, 6, 7):  # the latest paper run alone: no earlier one to list
+        (tmp_path / f"reproduce-{k}.json").unlink()
+    text = "\n".join(render.reproduce_md(tmp_path))
+    assert "**306 s (5.1 min)**" in text and "Earlier runs" not in text
