@@ -143,8 +143,8 @@ def versions() -> dict:
 
 
 def _native_status() -> str:
-    """Whether the compiled kernels (the Fisher–Yates block, the first ⊤ of Outcome rows) run
-    (:func:`svtjax._native.status`)."""
+    """Whether the compiled kernels (the Fisher–Yates block and prefix, the first ⊤ of Outcome
+    rows, svtjax.exact's random-order recursions) run (:func:`svtjax._native.status`)."""
     from svtjax import _native
 
     return _native.status()
