@@ -925,6 +925,35 @@ def allocator_md(results_dir: Path) -> list:
     return out + [""]
 
 
+def suite_md(results_dir: Path) -> list:
+    """The test-suite section: every record of benchmarks/bench_suite.py, newest first (the
+    machine's speed drifts, so one run alone says little about a target met or missed by a few
+    percent)."""
+    recs = _records(results_dir, "suite-*.json", lambda r: r.get("benchmark") == "suite")
+    out = ["## The README's test command", ""]
+    if not recs:
+        return out + ["No record yet: run `python benchmarks/bench_suite.py`.", ""]
+    recs.sort(key=lambda r: r["time"], reverse=True)
+    out += ["`python benchmarks/bench_suite.py`: the README's second quick-start command "
+            f"(`{recs[0]['command']}`, the last line of `.ci/run`) on a clean clone of the "
+            "commit, in a new virtual environment (pip upgraded first, untimed), with the "
+            "tests' compilation cache as the machine had it; `wall` = the whole command, "
+            "install included; `pytest` = pytest's own time. Issue 20's target: under 4 "
+            "minutes on the 2-core machine when idle.", "",
+            "| record | commit | wall | pytest s | summary | exit | load at start → end | CPU |",
+            "|---|---|---|---|---|---|---|---|"]
+    for rec in recs:
+        wall = round(rec["wall_s"])
+        la = rec.get("load_average") or {}
+        start, end = (", ".join(f"{x:.2f}" for x in la.get(k) or ()) for k in ("start", "end"))
+        pytest_s = "—" if rec.get("pytest_s") is None else f"{rec['pytest_s']:.1f}"
+        out.append(f"| `{Path(rec['_path']).name}` | {rec['commit'][:7]} | "
+                   f"{wall // 60} min {wall % 60} s | {pytest_s} | "
+                   f"{rec.get('summary') or '—'} | {rec['returncode']} | [{start}] → [{end}] | "
+                   f"{rec['machine'].get('cpu_model', '?')} |")
+    return out + [""]
+
+
 def _versions_table(rec: dict, results_dir: Path) -> list:
     commits = [r["commit"] for r in rec["roots"]]
     out = [f"Source: `{os.path.relpath(rec['_path'], Path(results_dir).parent)}` "
@@ -993,6 +1022,7 @@ def write_results_md(results_dir: Path, output: Path, suites: Sequence[str] = ("
         + draw_once_md(Path(results_dir))
         + short_streams_md(Path(results_dir))
         + allocator_md(Path(results_dir))
+        + suite_md(Path(results_dir))
         + versions_md(Path(results_dir)))
         + sep + rest)
     Path(output).write_text(text)

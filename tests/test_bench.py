@@ -575,3 +575,35 @@ def test_reproduce_section_lists_the_earlier_runs_of_its_mode(tmp_path):
         (tmp_path / f"reproduce-{k}.json").unlink()
     text = "\n".join(render.reproduce_md(tmp_path))
     assert "**306 s (5.1 min)**" in text and "Earlier runs" not in text
+
+
+def test_suite_benchmark_times_the_command_ci_runs(tmp_path):
+    """bench_suite.py times exactly the README's test command, which is the last line of
+    .ci/run; it reads pytest's summary and slowest tests, and the section lists every record,
+    newest first."""
+    from benchmarks import bench_suite
+
+    command = bench_suite.readme_test_command()
+    assert "pytest" in command and "--durations=20" in command
+    (tmp_path / "README.md").write_text("## Quick start\n\n```bash\na\nb\n```\n")
+    (tmp_path / ".ci").mkdir()
+    (tmp_path / ".ci" / "run").write_text("#!/usr/bin/env bash\nb\nc\n")
+    with pytest.raises(ValueError, match="does not end with"):
+        bench_suite.readme_test_command(tmp_path)
+    out = ("...\n===== slowest 20 durations =====\n10.13s call     tests/t.py::a\n"
+           "5.04s setup    tests/t.py::b\n===== short test summary info =====\n"
+           "1546 passed, 2 skipped, 2 warnings in 267.35s (0:04:27)\n")
+    parsed = bench_suite.parse_pytest(out)
+    assert parsed == {"summary": "1546 passed, 2 skipped, 2 warnings", "pytest_s": 267.35,
+                      "passed": 1546, "slowest": ["10.13s call     tests/t.py::a",
+                                                  "5.04s setup    tests/t.py::b"]}
+    assert bench_suite.parse_pytest("error")["pytest_s"] is None
+    for k, (t, wall) in enumerate([("2026-01-01T00:00:00", 297.0), ("2026-01-02T00:00:00",
+                                                                     239.4)]):
+        rec = {"benchmark": "suite", "time": t, "command": command, "commit": "abcdef0123",
+               "returncode": 0, "wall_s": wall, "machine": {"cpu_model": "cpu"},
+               "load_average": {"start": [1.0, 1.0, 1.0], "end": [2.0, 2.0, 2.0]}, **parsed}
+        (tmp_path / f"suite-{k}.json").write_text(json.dumps(rec))
+    text = "\n".join(render.suite_md(tmp_path))
+    assert text.index("| 3 min 59 s | 267.4 |") < text.index("| 4 min 57 s | 267.4 |")
+    assert "[1.00, 1.00, 1.00] → [2.00, 2.00, 2.00]" in text
