@@ -7,6 +7,7 @@ trials carries a leading trial axis on every field.
 from __future__ import annotations
 
 import functools
+from typing import Optional
 
 import jax
 import jax.numpy as jnp
@@ -289,12 +290,8 @@ def _first_tops(answers: Array, items, limit, k: int, n: int, to_halt: bool
                 ) -> tuple[Array, Array, Array]:
     """:func:`_first_tops_blocks`, through svtjax's compiled CPU loop (:mod:`svtjax._native`,
     the same results) where it runs: int8 answers, int16 or int32 items (or none)."""
-    from svtjax import _native
-
-    target = _native.first_tops_target()
-    native = (target is not None and answers.dtype == jnp.int8 and answers.shape[1] > 0
-              and (items is None or items.dtype in (jnp.int16, jnp.int32)))
-    if not native:
+    target = _first_tops_native(answers, items)
+    if target is None:
         return _first_tops_blocks(answers, items, limit, k, n, to_halt)
     rows, length = answers.shape
     limit = jnp.asarray(limit, jnp.int32)
@@ -306,6 +303,18 @@ def _first_tops(answers: Array, items, limit, k: int, n: int, to_halt: bool
     )(answers, answers if items is None else items, limit, k=np.int64(k), n=np.int64(n),
       width=np.int64(min(_SELECT_BLOCK, length)), to_halt=np.bool_(to_halt),
       has_items=np.bool_(items is not None))
+
+
+def _first_tops_native(answers: Array, items) -> Optional[str]:
+    """The compiled first-⊤ loop's FFI target where it runs on these rows (int8 answers, int16
+    or int32 items or none, a non-empty stream; :mod:`svtjax._native`), else None."""
+    from svtjax import _native
+
+    target = _native.first_tops_target()
+    if (target is None or answers.dtype != jnp.int8 or answers.shape[1] == 0
+            or (items is not None and items.dtype not in (jnp.int16, jnp.int32))):
+        return None
+    return target
 
 
 def _first_tops_blocks(answers: Array, items, limit, k: int, n: int, to_halt: bool
@@ -441,7 +450,12 @@ def prefix_counts(outcome: Outcome) -> tuple[Array, Array]:
       Two int32 arrays shaped like the batch axes: (prefix length, ⊤ in the prefix).
     """
     answers, _, batch = _rows_of(outcome)
-    evaluated, tops = _prefix_rows(answers)
+    if _first_tops_native(answers, None) is not None:
+        # the compiled loop of `selected`, each row read to its first -1, collecting no item
+        # (one pass in compiled code where the XLA block loop pays per block and level)
+        _, tops, evaluated = _first_tops(answers, None, jnp.int32(0), 1, answers.shape[1], True)
+    else:
+        evaluated, tops = _prefix_rows(answers)
     return evaluated.reshape(batch), tops.reshape(batch)
 
 

@@ -427,6 +427,32 @@ def test_selected_uses_the_compiled_loop():
     np.testing.assert_array_equal(svtjax.selected(out, 3), want)
 
 
+@needs_native
+def test_prefix_counts_use_the_compiled_loop(monkeypatch):
+    """``svtjax.prefix_counts`` runs the compiled loop (an ffi_call in its program, reading each
+    row to its first -1) and equals the XLA block loop it replaced, ``_prefix_rows``, which it
+    still uses where the compiled loop does not run: on random rows (not only prefixes: a -1
+    before later answers ends the read), a stream shorter than a block, one with an overlapping
+    last block, and 4,300 rows (split among threads), with a batch axis."""
+    from svtjax import _core, _native
+
+    rng = np.random.default_rng(13)
+    for rows, length in ((9, 100), (8, 257), (4300, 300)):
+        ans = _answers(rng, rows, length)
+        out = svtjax.Outcome.compact(jnp.asarray(ans.reshape(rows, 1, length)), n=length,
+                                     dtype=jnp.float32, top_cost=jnp.ones((rows, 1)))
+        assert "svtjax_first_tops" in jax.jit(svtjax.prefix_counts).lower(out).as_text()
+        got = svtjax.prefix_counts(out)
+        want = _core._prefix_rows(jnp.asarray(ans))
+        with monkeypatch.context() as m:
+            m.setattr(_native, "first_tops_target", lambda: None)
+            fallback = svtjax.prefix_counts(out)
+        for g, f, w in zip(got, fallback, want):
+            assert g.shape == (rows, 1)
+            np.testing.assert_array_equal(g[:, 0], w, err_msg=f"rows={rows} L={length}")
+            np.testing.assert_array_equal(f[:, 0], w, err_msg=f"rows={rows} L={length}")
+
+
 # -- svtjax.exact's random order ------------------------------------------------------------------
 
 EXACT_CASES = [
