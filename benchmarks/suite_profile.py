@@ -10,8 +10,9 @@ reports through ``jax.monitoring``: tracing (``jaxpr_trace_duration``), lowering
 which includes loading an executable from the persistent cache) and cache reads; and every
 persistent-cache key read (by wrapping JAX's private ``compiler._cache_read``) and JAX's
 cache-hit and cache-miss events, so a report can count distinct programs and the programs
-compiled because the persistent cache did not have them. ``DIR`` defaults to
-``/tmp/svtjax-suite-profile``.
+compiled because the persistent cache did not have them; and the same durations per jitted
+function (by name), so a report can say which programs the staging time goes to. ``DIR``
+defaults to ``/tmp/svtjax-suite-profile``.
 """
 
 from __future__ import annotations
@@ -41,11 +42,21 @@ def _out_dir() -> Path:
     return Path(os.environ.get("SUITE_PROFILE_DIR", DEFAULT_DIR))
 
 
+_programs: dict = collections.defaultdict(lambda: collections.defaultdict(float))
+
+
 def _listener(event: str, duration: float, **kwargs) -> None:
     if _current[0] is not None:
         stats = _stats[_current[0]]
         stats[event] += duration
         stats[event + "#n"] += 1
+        if "fun_name" in kwargs:  # tracing names the function, lowering "jit(name)"
+            name = str(kwargs["fun_name"])
+            if name.startswith("jit(") and name.endswith(")"):
+                name = name[4:-1]
+            program = _programs[name]
+            program[event] += duration
+            program[event + "#n"] += 1
 
 
 def _count(event: str, **kwargs) -> None:
@@ -85,15 +96,18 @@ def pytest_unconfigure(config) -> None:
     out = _out_dir()
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{worker}.json").write_text(json.dumps(
-        {"tests": {k: dict(v) for k, v in _stats.items()}, "keys": _keys}))
+        {"tests": {k: dict(v) for k, v in _stats.items()}, "keys": _keys,
+         "programs": {k: dict(v) for k, v in _programs.items()}}))
 
 
 def report(directory: Path) -> str:
-    tests, keys = {}, []
+    tests, keys, programs = {}, [], collections.defaultdict(collections.Counter)
     for path in sorted(directory.glob("*.json")):
         rec = json.loads(path.read_text())
         tests.update(rec["tests"])
         keys += [(path.stem, *k) for k in rec["keys"]]
+        for name, stats in rec.get("programs", {}).items():
+            programs[name].update(stats)
     totals = collections.Counter()
     per_file = collections.defaultdict(collections.Counter)
     for nodeid, stats in tests.items():
@@ -110,6 +124,16 @@ def report(directory: Path) -> str:
     for name, c in sorted(per_file.items(), key=lambda kv: -kv[1]["wall"]):
         lines.append(f"{name:46s} {c['wall']:7.1f} {c[TRACE]:8.1f} {c[LOWER]:8.1f} "
                      f"{c[LOWER + '#n']:8.0f} {c[COMPILE]:9.1f} {c[MISSES]:6.0f}")
+    if programs:
+        staged = lambda c: c[TRACE] + c[LOWER] + c[COMPILE]  # noqa: E731
+        lines += ["", "programs by the jitted function's name (a jax.numpy operation run "
+                  "outside jit is a program of its own), the 25 with the most staging time:",
+                  f"{'function':32s} {'programs':>8s} {'trace s':>8s} {'lower s':>8s} "
+                  f"{'compile s':>9s} {'ms each':>8s}"]
+        for name, c in sorted(programs.items(), key=lambda kv: -staged(kv[1]))[:25]:
+            count = max(c[LOWER + "#n"], c[TRACE + "#n"], 1)
+            lines.append(f"{name[:32]:32s} {c[LOWER + '#n']:8.0f} {c[TRACE]:8.1f} "
+                         f"{c[LOWER]:8.1f} {c[COMPILE]:9.1f} {1e3 * staged(c) / count:8.0f}")
     return "\n".join(lines)
 
 

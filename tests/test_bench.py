@@ -607,3 +607,31 @@ def test_suite_benchmark_times_the_command_ci_runs(tmp_path):
     text = "\n".join(render.suite_md(tmp_path))
     assert text.index("| 3 min 59 s | 267.4 |") < text.index("| 4 min 57 s | 267.4 |")
     assert "[1.00, 1.00, 1.00] → [2.00, 2.00, 2.00]" in text
+
+
+def test_suite_profile_report_sums_the_workers_per_file_and_per_program(tmp_path):
+    """``benchmarks/suite_profile.py``'s report adds the workers' records: per test file, and
+    per jitted function (tracing and lowering counted under one name)."""
+    from benchmarks import suite_profile as sp
+
+    def worker(name, tests, programs):
+        (tmp_path / f"{name}.json").write_text(json.dumps(
+            {"tests": tests, "keys": [["k-" + name, "jit_run", None]], "programs": programs}))
+
+    worker("gw0", {"tests/test_a.py::t1": {"wall": 2.0, sp.TRACE: 0.5, sp.LOWER: 0.25,
+                                           sp.LOWER + "#n": 1, sp.COMPILE: 0.25}},
+           {"run": {sp.TRACE: 0.5, sp.TRACE + "#n": 1, sp.LOWER: 0.25, sp.LOWER + "#n": 1,
+                    sp.COMPILE: 0.25, sp.COMPILE + "#n": 1}})
+    worker("gw1", {"tests/test_a.py::t2": {"wall": 1.0}, "tests/test_b.py::t3": {"wall": 4.0}},
+           {"run": {sp.TRACE: 1.5, sp.TRACE + "#n": 1, sp.LOWER: 0.75, sp.LOWER + "#n": 1,
+                    sp.COMPILE: 0.75, sp.COMPILE + "#n": 1},
+            "add": {sp.LOWER: 0.01, sp.LOWER + "#n": 1}})
+    lines = sp.report(tmp_path).splitlines()
+    assert lines[0].startswith("tests 3; wall 7.0 s; tracing 0.5 s")
+    assert "distinct keys 2" in lines[1]
+    per_file = [line.split() for line in lines if line.startswith("tests/")]
+    assert [row[:2] for row in per_file] == [["tests/test_b.py", "4.0"],
+                                              ["tests/test_a.py", "3.0"]]
+    run = next(line.split() for line in lines if line.startswith("run "))
+    assert run == ["run", "2", "2.0", "1.0", "1.0", "2000"]  # 4 s of staging over 2 programs
+    assert lines[-1].split()[0] == "add"
