@@ -6,8 +6,8 @@ directory, with ``../shared`` linked beside it when the checkout has one; a new 
 environment with pip upgraded (not timed: ``.ci/run`` does it before the command); then the
 README's second quick-start command, run by ``bash`` in the clone with the environment
 activated, is timed as a whole. The pytest summary line, pytest's own time and the slowest
-tests it lists are read from its output. The command is taken from README.md, and must be the
-last line of ``.ci/run``, so that what is timed is what CI runs. The tests' compilation cache
+tests it lists are read from its output. The command is taken from README.md, and must be a
+line of ``.ci/run``, so that what is timed is what CI runs. The tests' compilation cache
 is the user's (``~/.cache/svtjax/xla-tests``), as for CI on this machine: time a warm cache by
 running twice. Writes ``benchmarks/results/suite-<machine>-<time>.json`` and exits with the
 command's exit status.
@@ -38,7 +38,8 @@ _SUMMARY = re.compile(r"^=*\s*(\d+ (?:passed|failed).*) in ([0-9.]+)s\b", re.M)
 
 def readme_test_command(root: Path = ROOT) -> str:
     """The README's second quick-start command (the one that runs the test suite); raises
-    ValueError unless it is also the last command of ``.ci/run``."""
+    ValueError unless ``.ci/run`` runs it, as a line of its own (CI then runs the speed
+    regression check after it, which is not part of the README's command and is not timed)."""
     text = (root / "README.md").read_text()
     start = text.index("## Quick start")
     block = text[text.index("```bash", start) + len("```bash"):]
@@ -48,8 +49,8 @@ def readme_test_command(root: Path = ROOT) -> str:
     command = lines[1]
     ci = [ln.strip() for ln in (root / ".ci" / "run").read_text().splitlines()
           if ln.strip() and not ln.lstrip().startswith("#")]
-    if not ci or ci[-1] != command:
-        raise ValueError(f".ci/run does not end with the README's test command {command!r}")
+    if command not in ci:
+        raise ValueError(f".ci/run does not run the README's test command {command!r}")
     return command
 
 

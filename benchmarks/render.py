@@ -935,7 +935,7 @@ def suite_md(results_dir: Path) -> list:
         return out + ["No record yet: run `python benchmarks/bench_suite.py`.", ""]
     recs.sort(key=lambda r: r["time"], reverse=True)
     out += ["`python benchmarks/bench_suite.py`: the README's second quick-start command "
-            f"(`{recs[0]['command']}`, the last line of `.ci/run`) on a clean clone of the "
+            f"(`{recs[0]['command']}`, a line of `.ci/run`) on a clean clone of the "
             "commit, in a new virtual environment (pip upgraded first, untimed), with the "
             "tests' compilation cache as the machine had it; `wall` = the whole command, "
             "install included; `pytest` = pytest's own time. Issue 20's target: under 4 "

@@ -578,8 +578,8 @@ def test_reproduce_section_lists_the_earlier_runs_of_its_mode(tmp_path):
 
 
 def test_suite_benchmark_times_the_command_ci_runs(tmp_path):
-    """bench_suite.py times exactly the README's test command, which is the last line of
-    .ci/run; it reads pytest's summary and slowest tests, and the section lists every record,
+    """bench_suite.py times exactly the README's test command, which .ci/run runs as a line of
+    its own; it reads pytest's summary and slowest tests, and the section lists every record,
     newest first."""
     from benchmarks import bench_suite
 
@@ -587,9 +587,11 @@ def test_suite_benchmark_times_the_command_ci_runs(tmp_path):
     assert "pytest" in command and "--durations=20" in command
     (tmp_path / "README.md").write_text("## Quick start\n\n```bash\na\nb\n```\n")
     (tmp_path / ".ci").mkdir()
-    (tmp_path / ".ci" / "run").write_text("#!/usr/bin/env bash\nb\nc\n")
-    with pytest.raises(ValueError, match="does not end with"):
+    (tmp_path / ".ci" / "run").write_text("#!/usr/bin/env bash\na\nb && c\n")
+    with pytest.raises(ValueError, match="does not run"):
         bench_suite.readme_test_command(tmp_path)
+    (tmp_path / ".ci" / "run").write_text("#!/usr/bin/env bash\na\nb\n# c\nc\n")
+    assert bench_suite.readme_test_command(tmp_path) == "b"
     out = ("...\n===== slowest 20 durations =====\n10.13s call     tests/t.py::a\n"
            "5.04s setup    tests/t.py::b\n===== short test summary info =====\n"
            "1546 passed, 2 skipped, 2 warnings in 267.35s (0:04:27)\n")
