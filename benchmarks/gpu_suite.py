@@ -23,14 +23,22 @@ next (each in try/except, recorded in ``suite.json``):
    machine's cores) timed on 2 × 10^4 trials and scaled linearly, and the RNG floor (2^28
    variates); then the RNG floor of every JAX generator (threefry2x32, rbg, unsafe_rbg;
    Laplace and bits; one array and per-block keyed).
-2. ``default`` — the CPU record's cases (n = 10^4 × 10^3, n = 10^3 × 10^4), every engine, and
+2. ``platform`` — the engine's per-platform choices on the same large cases
+   (:mod:`benchmarks.bench_block_width`, the F1/SER reducer): block widths 64, 256 and 1024
+   positions per loop iteration, each with compaction factor 8 and without compaction, at
+   ``simulate``'s default chunk size, and the default width and factor at chunks of 2^16
+   trials. Its record (``block-width-<machine>-<time>.json``) is what the accelerator entries
+   of ``_engine.BLOCK_WIDTH`` and ``_engine.COMPACTION`` and the accelerator memory budget
+   (``svtjax.simulate.ACCELERATOR_MEMORY_BUDGET``) should cite.
+3. ``default`` — the CPU record's cases (n = 10^4 × 10^3, n = 10^3 × 10^4), every engine, and
    the persistent compilation-cache check.
-3. ``mechanisms`` — every registered mechanism, ``simulate`` with full Outcomes, n = 10^4 ×
+4. ``mechanisms`` — every registered mechanism, ``simulate`` with full Outcomes, n = 10^4 ×
    10^3, fixed order and shuffled.
 
-Writes at most 6 files into OUTDIR (the device tool returns 8): one record per stage
-(``gpu-<device>-<stage>-<time>-custom.json``), ``suite.json`` (each stage's status and wall
-time) and ``RESULTS-gpu.md`` (the records rendered), plus the ``log.txt`` of the command above.
+Writes at most 7 files into OUTDIR (the device tool returns 8): one record per stage
+(``gpu-<device>-<stage>-<time>-custom.json``; ``platform``'s as above), ``suite.json`` (each
+stage's status and wall time) and ``RESULTS-gpu.md`` (the records rendered), plus the
+``log.txt`` of the command above.
 """
 
 from __future__ import annotations
@@ -46,7 +54,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: the checkout root goes on sys.path
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks import harness, machine, render  # noqa: E402
+from benchmarks import bench_block_width, harness, machine, render  # noqa: E402
 
 LARGE = ((1_000, 1_000_000), (10_000, 100_000))
 DEFAULT = ((10_000, 1_000), (1_000, 10_000))
@@ -54,14 +62,28 @@ MIN_STAGE_S = 30.0
 """A stage starts only with at least this much of the budget left."""
 
 
+@dataclasses.dataclass(frozen=True)
+class Platform:
+    """The ``platform`` stage: ``bench_block_width.measure``'s settings (every width x factor
+    at ``chunks[0]``, then ``chunks[1:]`` at the platform's own width and factor)."""
+
+    sizes: tuple = LARGE
+    modes: tuple = ("fixed", "shuffle")
+    widths: tuple = (64, 256, 1024)
+    factors: tuple = (8, 1 << 30)  # 2^30: no compaction
+    chunks: tuple = (0, 1 << 16)
+    rounds: int = 2
+
+
 def stages() -> list:
-    """(name, Config) of each stage, in order."""
+    """(name, Config or Platform) of each stage, in order."""
     base = harness.Config(modes=("fixed", "shuffle"), floor_max_draws=1 << 28,
                           memory_check=False, suite="custom")
     return [
         ("large", dataclasses.replace(base, sizes=LARGE, repeats=3, numpy=False,
                                       baseline_max_trials=20_000, mechanisms=False,
                                       cache_check=False)),
+        ("platform", Platform()),
         ("default", dataclasses.replace(base, sizes=DEFAULT, repeats=5, mechanisms=False,
                                         rng_floors=False, cache_check=True,
                                         cache_check_cold=False)),
@@ -71,12 +93,32 @@ def stages() -> list:
     ]
 
 
-def smoke(cfg: harness.Config) -> harness.Config:
+def smoke(cfg):
     """The same stage at toy sizes (``--smoke``: checks the plumbing on a CPU in a minute)."""
+    if isinstance(cfg, Platform):
+        return Platform(sizes=((1_000, 100),), modes=("fixed",), widths=(64, 128),
+                        factors=(8,), chunks=(0, 64), rounds=1)
     return dataclasses.replace(cfg, sizes=((1_000, 100),), repeats=1, floor_max_draws=1 << 12,
                                baseline_max_trials=None if cfg.baseline_max_trials is None
                                else 50, floor_impls=("threefry2x32",), cache_check=False,
                                only=("svt-s", "dpbook"))
+
+
+def platform_stage(cfg: Platform, out: Path, deadline: float) -> Path:
+    """Times ``cfg``'s block widths, compaction factors and chunk sizes (the ``platform``
+    stage) and writes a ``block-width`` record into ``out``; returns its path."""
+    from svtjax.mechanisms import _engine
+
+    log = lambda line: print(f"[gpu-suite] {line}", flush=True)  # noqa: E731
+    rows = bench_block_width.measure(cfg.sizes, cfg.modes, cfg.widths, cfg.chunks[:1],
+                                     cfg.rounds, log=log, factors=list(cfg.factors),
+                                     deadline=deadline)
+    if len(cfg.chunks) > 1:
+        rows += bench_block_width.measure(cfg.sizes, cfg.modes, [_engine.block_width(10**9)],
+                                          cfg.chunks[1:], cfg.rounds, log=log,
+                                          deadline=deadline)
+    return machine.write_record("block-width", "block-width", out, rows=rows,
+                                config=dataclasses.asdict(cfg))
 
 
 def _device_slug() -> str:
@@ -128,10 +170,14 @@ def main(argv=None) -> int:
 
         print(f"[gpu-suite] stage {name} ({left:.0f} s of budget left)", flush=True)
         try:
-            record = harness.run(cfg, argv=["gpu_suite", name], deadline=deadline,
-                                 checkpoint=checkpoint)
-            entry["status"] = "ok"
-            entry["skipped_rows"] = sum(r["status"] != "ok" for r in record["results"])
+            if isinstance(cfg, Platform):
+                written["path"] = platform_stage(cfg, args.out, deadline).name
+                entry["status"] = "ok"
+            else:
+                record = harness.run(cfg, argv=["gpu_suite", name], deadline=deadline,
+                                     checkpoint=checkpoint)
+                entry["status"] = "ok"
+                entry["skipped_rows"] = sum(r["status"] != "ok" for r in record["results"])
         except Exception as err:  # noqa: BLE001 - the next stage still runs
             entry["status"] = "failed"
             entry["reason"] = f"{type(err).__name__}: {err}"

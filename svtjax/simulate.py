@@ -27,6 +27,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from svtjax import _rng, _validate
 from svtjax._core import Outcome
+from svtjax.mechanisms import _engine
 from svtjax.mechanisms.base import Mechanism
 
 __all__ = ["simulate", "trial_keys", "seed_key", "default_chunk_size", "plan_chunk",
@@ -193,7 +194,7 @@ def shuffle_groups(mech, n: int, chunk: int, *, points: int = 1) -> int:
 
 
 def _one_point(mech, queries, thresholds, root, start, reduce, extra, *, chunk, shuffle,
-               num_devices, rule, mode, trials, width, groups):
+               num_devices, rule, mode, trials, width, groups, compaction):
     idx = start + jnp.arange(chunk)
     if num_devices > 1:
         idx = jax.lax.with_sharding_constraint(
@@ -211,8 +212,9 @@ def _one_point(mech, queries, thresholds, root, start, reduce, extra, *, chunk, 
         per_trial_t = offsets
 
     def run(idx, keys, aux, offsets, per_trial_t):
-        out = mech.run_batch(keys, queries, thresholds, shuffle=shuffle, offsets=offsets,
-                             width=width)
+        with _engine.compaction(compaction):
+            out = mech.run_batch(keys, queries, thresholds, shuffle=shuffle, offsets=offsets,
+                                 width=width)
         if mode == "outcome":
             return out
         ctx = TrialContext(idx, per_trial_t, _rng.fold_in_keys(aux, 1), mech, extra)
@@ -245,10 +247,11 @@ def _one_point(mech, queries, thresholds, root, start, reduce, extra, *, chunk, 
 
 
 @functools.partial(jax.jit, static_argnames=("chunk", "shuffle", "num_devices", "rule", "mode",
-                                             "points", "width", "groups"))
+                                             "points", "width", "groups", "compaction"))
 def run_chunk(mech, queries, thresholds, root, start, trials, reduce=None, extra=None, *,
               chunk: int, shuffle: bool, num_devices: int = 1, rule=None, mode: str = "outcome",
-              points: int = 0, width: Optional[int] = None, groups: int = 1):
+              points: int = 0, width: Optional[int] = None, groups: int = 1,
+              compaction: Optional[int] = None):
     """The compiled chunk: trials ``start .. start + chunk − 1`` of one mechanism (or of a batch
     of ``points`` mechanisms, stacked along a leading axis with their roots, thresholds and
     ``extra``, vmapped).
@@ -274,11 +277,15 @@ def run_chunk(mech, queries, thresholds, root, start, trials, reduce=None, extra
       groups: run the chunk's trials in this many equal
         groups one after another (:func:`shuffle_groups`; a divisor of ``chunk``). Every trial
         gets the same numbers either way.
+      compaction: the engine's compaction factor (static; None: the platform's
+        ``svtjax.mechanisms._engine.COMPACTION``, read when the chunk is first traced). It
+        changes no number.
     """
     if chunk % groups:
         raise ValueError(f"groups = {groups} does not divide chunk = {chunk}")
     fn = functools.partial(_one_point, chunk=chunk, shuffle=shuffle, num_devices=num_devices,
-                           rule=rule, mode=mode, trials=trials, width=width, groups=groups)
+                           rule=rule, mode=mode, trials=trials, width=width, groups=groups,
+                           compaction=compaction)
     if points == 0:
         return fn(mech, queries, thresholds, root, start, reduce, extra)
     return jax.vmap(lambda m, t, r, e: fn(m, queries, t, r, start, reduce, e))(
@@ -376,12 +383,11 @@ def simulate(mech: Mechanism, queries, thresholds, *, trials: int, seed: int = 0
         if not isinstance(reduce, jax.tree_util.Partial):
             reduce = jax.tree_util.Partial(reduce)
         wrapped = jax.tree_util.Partial(_ignore_context, reduce)
-    from svtjax.mechanisms._engine import block_width
-
     groups = shuffle_groups(mech, n, chunk) if shuffle and num_devices == 1 else 1
     run = functools.partial(run_chunk, chunk=chunk, shuffle=shuffle, num_devices=num_devices,
-                            mode="outcome" if reduce is None else "sum", width=block_width(n),
-                            groups=groups)
+                            mode="outcome" if reduce is None else "sum",
+                            width=_engine.block_width(n),
+                            compaction=_engine.compaction_factor(), groups=groups)
     starts = range(0, num_chunks * chunk, chunk)
     if progress is None:
         progress = num_chunks > 1 and sys.stderr.isatty()

@@ -1463,7 +1463,7 @@ def _run_points(config, outdir, dtype, pidx, pcount, num_devices, resume, progre
     import jax
     import jax.numpy as jnp
 
-    from svtjax.mechanisms._engine import block_width
+    from svtjax.mechanisms._engine import block_width, compaction_factor
     from svtjax.simulate import run_chunk, seed_key, shuffle_groups
 
     scores_by = _load_datasets(config)
@@ -1521,7 +1521,8 @@ def _run_points(config, outdir, dtype, pidx, pcount, num_devices, resume, progre
             run = functools.partial(
                 run_chunk, chunk=chunk, shuffle=config.shuffle, num_devices=ndev,
                 rule=None if rule is None else (rule.draw, "c"), mode="values",
-                points=0 if pb == 1 else pb, width=block_width(n), groups=trial_groups)
+                points=0 if pb == 1 else pb, width=block_width(n),
+                compaction=compaction_factor(), groups=trial_groups)
             for b0 in range(0, len(members), pb):
                 batch = members[b0:b0 + pb]
                 padded = batch + [batch[-1]] * (pb - len(batch))

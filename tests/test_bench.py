@@ -637,3 +637,24 @@ def test_suite_profile_report_sums_the_workers_per_file_and_per_program(tmp_path
     run = next(line.split() for line in lines if line.startswith("run "))
     assert run == ["run", "2", "2.0", "1.0", "1.0", "2000"]  # 4 s of staging over 2 programs
     assert lines[-1].split()[0] == "add"
+
+
+def test_gpu_suite_platform_stage_times_widths_factors_and_chunks(tmp_path):
+    """The GPU suite's ``platform`` stage (issue 19: the engine's per-platform choices made
+    measurable in the one prepared call) times every block width x compaction factor, then the
+    extra chunk sizes at the platform's own width and factor, writes a ``block-width`` record,
+    and leaves the platform's tables as they were for the stages after it."""
+    from benchmarks import gpu_suite
+    from svtjax.mechanisms import _engine
+
+    before = (dict(_engine.BLOCK_WIDTH), dict(_engine.COMPACTION))
+    cfg = gpu_suite.Platform(sizes=((200, 16),), modes=("fixed",), widths=(64, 128),
+                             factors=(2,), chunks=(0, 8), rounds=1)
+    path = gpu_suite.platform_stage(cfg, tmp_path, deadline=float("inf"))
+    rows = json.loads(path.read_text())["rows"]
+    assert path.name.startswith("block-width-")
+    assert [(r["width"], r["chunk"], r["factor"]) for r in rows] == [
+        (64, 0, 2), (128, 0, 2), (64, 8, _engine.compaction_factor())]
+    assert all(r["median_s"] > 0 and r["evaluated"] > 0 for r in rows)
+    assert (dict(_engine.BLOCK_WIDTH), dict(_engine.COMPACTION)) == before
+    assert "platform" in [name for name, _ in gpu_suite.stages()]

@@ -46,6 +46,32 @@ def test_chunk_size_does_not_change_outcomes(name, params, shuffle):
     _assert_same(runs[0], runs[2])
 
 
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_the_compaction_factor_changes_no_number(shuffle, monkeypatch):
+    """The engine's compaction factor (``_engine.COMPACTION``, per platform) reaches the trace
+    of ``simulate``'s chunk (a static argument: each factor its own program) and changes no
+    number: 130 trials compact as 130/17 at the CPU's factor 8, 130/65/33/17 at 2, never at
+    10^9."""
+    from svtjax import _loops
+    from svtjax.mechanisms import _engine
+
+    seen = []
+    sizes = _loops.bucket_sizes
+    monkeypatch.setattr(_loops, "bucket_sizes", lambda b, f=8, **kw: (seen.append((b, f)),
+                                                                      sizes(b, f, **kw))[1])
+    mech = svtjax.get("svt-s", epsilon=1.0, c=4, eps3=0.2)
+    base = svtjax.simulate(mech, ZIPF, 10.0, trials=130, seed=3, shuffle=shuffle)
+    for factor in (2, 10**9):
+        monkeypatch.setitem(_engine.COMPACTION, "cpu", factor)
+        assert _engine.compaction_factor() == factor
+        _assert_same(base, svtjax.simulate(mech, ZIPF, 10.0, trials=130, seed=3,
+                                           shuffle=shuffle))
+        assert (130, factor) in seen
+    with pytest.raises(ValueError, match="integer >= 2"):
+        with _engine.compaction(1):
+            pass
+
+
 @pytest.mark.parametrize("case", CASES, ids=case_ids())
 def test_a_narrow_block_gives_the_numbers_of_a_whole_block(case):
     """A stream shorter than BLOCK runs in one block of its length rounded up to a multiple of

@@ -25,6 +25,8 @@ step, halting, optionally a block form); this module runs it for a batch of tria
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from typing import Any, NamedTuple, Optional
 
 import jax
@@ -32,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from svtjax import _native, _rng
+from svtjax import _loops, _native, _rng
 from svtjax._core import Draws, Outcome
 from svtjax._loops import compacting_block_loop
 from svtjax._types import Array, DTypeLike, Key
@@ -49,7 +51,7 @@ from svtjax.mechanisms.base import (
 )
 from svtjax.mechanisms.rules import Inputs, Written
 
-__all__ = ["draw", "run_keys", "run_draws", "block_width", "working_bytes"]
+__all__ = ["draw", "run_keys", "run_draws", "block_width", "compaction_factor", "working_bytes"]
 
 
 # -- layout ---------------------------------------------------------------------------------------
@@ -58,8 +60,11 @@ BLOCK_WIDTH = {"cpu": 64, "gpu": 256, "cuda": 256, "rocm": 256, "tpu": 256}
 """Positions per loop iteration of the engine, per platform (a multiple of BLOCK; never wider
 than the stream). It never changes a number (the random streams are keyed in blocks of BLOCK
 whatever the width), only how much a trial that halts mid-block overshoots against how many
-loop iterations the batch pays for. Measured: ``benchmarks/bench_block_width.py`` (records in
-``benchmarks/results/``)."""
+loop iterations the batch pays for. CPU: 64, measured with ``benchmarks/bench_block_width.py``
+(``block-width-vm-3d1219c7-2026-11-29T123532.json``: 64 the fastest of 64/128/192 in all four
+headline cases). The accelerator entries are not measured yet (no GPU record of this
+benchmark): ``benchmarks/gpu_suite.py``'s ``platform`` stage times widths, chunk sizes and
+compaction factors on a GPU in one call."""
 
 NARROW = 8
 """A stream shorter than BLOCK is processed in one block of its length rounded up to a multiple
@@ -80,6 +85,50 @@ def block_width(n: int, platform: Optional[str] = None) -> int:
         platform = jax.default_backend()
     width = BLOCK_WIDTH.get(platform, BLOCK_WIDTH["gpu"])
     return max(BLOCK, min(width, BLOCK * num_blocks(n)))
+
+
+COMPACTION = {"cpu": 8}
+"""Compaction factor of the engine's block loop per platform (``svtjax._loops``): once at most
+1/factor of a batch's trials still run, they are gathered into a batch 1/factor as wide. A
+factor at least the batch size means one level, no compaction. It never changes a number.
+
+CPU: 8. ``python benchmarks/bench_block_width.py --sizes 10000x1000 1000x10000 --widths 64
+--factors 4 8 16 1000000000 --rounds 7`` (``block-width-vm-3d1219c7-2026-12-05T234827.json``,
+the headline workload with the F1/SER reducer, ms): factor 4 / 8 / 16 / none 6.5 / 6.5 / 7.4 /
+15.6 at n = 10^4 x 1,000 fixed, 9.7 / 10.2 / 10.7 / 24.7 shuffled; 17.3 / 18.2 / 19.4 / 29.9 at
+n = 10^3 x 10^4 fixed, 38.3 / 39.0 / 40.8 / 66.6 shuffled. Compaction halves the time; 4 and
+8 are within 5% of each other, and 8 compiles one level fewer (each level is a copy of the
+loop's body to stage and compile). A platform absent here uses ``svtjax._loops``'s default (8),
+not yet measured on an accelerator: ``benchmarks/gpu_suite.py``'s ``platform`` stage times the
+factors with the block widths and chunk sizes on a GPU, in the same call as the rest."""
+
+_COMPACTION_OVERRIDE: contextvars.ContextVar = contextvars.ContextVar(
+    "svtjax_compaction", default=None)
+
+
+def compaction_factor(platform: Optional[str] = None) -> int:
+    """The engine's compaction factor: the one set by :func:`compaction` around the trace,
+    else the platform's (default: JAX's default backend) :data:`COMPACTION`."""
+    override = _COMPACTION_OVERRIDE.get()
+    if override is not None:
+        return override
+    if platform is None:
+        platform = jax.default_backend()
+    return COMPACTION.get(platform, _loops.COMPACTION)
+
+
+@contextlib.contextmanager
+def compaction(factor: Optional[int]):
+    """Traces the engine inside with compaction factor ``factor`` (None: the platform's).
+    ``simulate``'s compiled chunk takes the factor as a static argument and traces under this,
+    so a changed :data:`COMPACTION` entry compiles a program of its own."""
+    if factor is not None and (int(factor) != factor or factor < 2):
+        raise ValueError(f"the compaction factor must be an integer >= 2; got {factor!r}")
+    token = _COMPACTION_OVERRIDE.set(None if factor is None else int(factor))
+    try:
+        yield
+    finally:
+        _COMPACTION_OVERRIDE.reset(token)
 
 
 class _Layout(NamedTuple):
@@ -690,6 +739,7 @@ def _loop(mech, lay: _Layout, batch: int, z0: dict, work_src, get_block, q, t, o
     )
     cap = mech.cap()
     total = lay.passes * lay.npb
+    factor = compaction_factor()
 
     def body(g, rows, work):
         fy, src, offsets = work
@@ -733,10 +783,11 @@ def _loop(mech, lay: _Layout, batch: int, z0: dict, work_src, get_block, q, t, o
 
     if not in_perm:
         rows = compacting_block_loop(body, lambda r: ~r.done, rows, (fy, work_src, offsets),
-                                     total, take_work=take_work)
+                                     total, factor=factor, take_work=take_work)
         return _finish(mech, lay, rows, dtype)
     rows, perm = compacting_block_loop(body, lambda r: ~r.done, rows, (fy, work_src, offsets),
-                                       total, take_work=take_work, shared=lambda w: w[0].perm)
+                                       total, factor=factor, take_work=take_work,
+                                       shared=lambda w: w[0].perm)
     return _finish(mech, lay, rows, dtype, perm)
 
 
