@@ -740,6 +740,45 @@ def shuffle_prefix_md(results_dir: Path) -> list:
     return out + [""]
 
 
+def block_width_md(results_dir: Path) -> list:
+    """The engine's per-platform choices (block width, chunk size, compaction factor): every
+    record of benchmarks/bench_block_width.py and of the GPU suite's ``platform`` stage,
+    newest first (none: no section)."""
+    recs = sorted(_records(results_dir, "block-width-*.json",
+                           lambda r: r.get("benchmark") == "block-width"),
+                  key=lambda r: r["time"], reverse=True)
+    if not recs:
+        return []
+    out = ["## Block width, chunk size and compaction factor per platform", "",
+           "`python benchmarks/bench_block_width.py` (on a GPU: `benchmarks/gpu_suite.py`'s "
+           "`platform` stage): the headline workload through `simulate(reduce=)` computing F1 "
+           "and SER, per engine setting: positions per loop iteration (`svtjax.mechanisms."
+           "_engine.BLOCK_WIDTH`), trials per chunk (0: `simulate`'s default) and compaction "
+           "factor (`_engine.COMPACTION`; 2^30: none). None of them changes a number. Medians "
+           "of interleaved rounds in ms; `÷ fastest`: the time over the fastest setting of the "
+           "same case. Every record, newest first.", ""]
+    for rec in recs:
+        platform = rec.get("device", {}).get("backend", "?")
+        out += [f"{_run_by('python benchmarks/bench_block_width.py', rec)}, {platform}:", "",
+                "| n | trials | mode | width | chunk | factor | ms | ÷ fastest |",
+                "|---|---|---|---|---|---|---|---|"]
+        best = {}
+        for r in rec["rows"]:
+            if r.get("median_s"):
+                key = (r["n"], r["trials"], r["mode"])
+                best[key] = min(best.get(key, float("inf")), r["median_s"])
+        for r in rec["rows"]:
+            ms = r.get("median_s")
+            fastest = best.get((r["n"], r["trials"], r["mode"]))
+            factor = r.get("factor")
+            out.append(f"| {r['n']} | {r['trials']} | {r['mode']} | {r['width']} | "
+                       f"{r['chunk']} | {'—' if factor is None else factor} | "
+                       f"{_fmt(None if ms is None else 1e3 * ms, '.2f')} | "
+                       f"{f'{ms / fastest:.2f}' if ms and fastest else '—'} |")
+        out.append("")
+    return out
+
+
 def fisher_yates_md(results_dir: Path) -> list:
     """The lazy Fisher–Yates swaps alone, per swap: the latest record of
     benchmarks/bench_fisher_yates.py (none: no section)."""
@@ -1018,6 +1057,7 @@ def write_results_md(results_dir: Path, output: Path, suites: Sequence[str] = ("
         Path(results_dir)) + ties_md(Path(results_dir)) + cost_md(Path(results_dir))
         + shuffle_groups_md(Path(results_dir)) + shuffle_prefix_md(Path(results_dir))
         + fisher_yates_md(Path(results_dir))
+        + block_width_md(Path(results_dir))
         + thunks_md(Path(results_dir))
         + draw_once_md(Path(results_dir))
         + short_streams_md(Path(results_dir))

@@ -442,6 +442,24 @@ def test_fisher_yates_section_renders_the_latest_record(tmp_path):
     assert render.fisher_yates_md(tmp_path / "missing") == []
 
 
+def test_block_width_section_renders_every_record_newest_first(tmp_path):
+    """RESULTS.md's per-platform section lists every bench_block_width.py record (the GPU
+    suite's platform stage writes the same), newest first, each setting's time over the
+    fastest of its case; a record from before the compaction factor shows it as —."""
+    def row(width, factor, ms):
+        r = {"n": 1000, "trials": 100, "mode": "fixed", "width": width, "chunk": 0,
+             "median_s": ms / 1e3}
+        return r if factor is None else {**r, "factor": factor}
+    _older_and_newer(tmp_path, "block-width", [row(64, None, 4.0), row(128, None, 5.0)],
+                     [row(64, 8, 3.0), row(64, 2**30, 6.0)])
+    text = "\n".join(render.block_width_md(tmp_path))
+    assert text.index("block-width-b.json") < text.index("block-width-a.json")
+    assert "| 1000 | 100 | fixed | 64 | 0 | 8 | 3.00 | 1.00 |" in text
+    assert "| 1000 | 100 | fixed | 64 | 0 | 1073741824 | 6.00 | 2.00 |" in text
+    assert "| 1000 | 100 | fixed | 128 | 0 | — | 5.00 | 1.25 |" in text
+    assert render.block_width_md(tmp_path / "missing") == []
+
+
 def test_thunks_section_renders_the_latest_record(tmp_path):
     """RESULTS.md's kernel-by-kernel section comes from profile_thunks.py's JSON (the latest
     record), the top kernels of each case with their runs and times."""
