@@ -10,11 +10,11 @@ import numpy as np
 
 def stand_in_chunk(mech, queries, thresholds, root, start, trials, reduce=None, extra=None, *,
                    chunk, shuffle, num_devices=1, rule=None, mode="outcome", points=0,
-                   width=None, groups=1):
+                   width=None, groups=1, compaction=None):
     """What ``svtjax.simulate.run_chunk`` returns to a sweep (per-trial metric values, all 0.5),
     without tracing or compiling anything."""
     del mech, queries, thresholds, root, start, trials, extra, shuffle, num_devices, rule, width
-    del groups
+    del groups, compaction
     assert mode == "values"
     metrics = reduce.func.args[1]  # sweep._reducer_fn(k, metrics, own, rule)
     shape = (len(metrics), chunk) if points == 0 else (points, len(metrics), chunk)
