@@ -66,9 +66,20 @@ def seed_key(seed: int) -> jax.Array:
     if not SEED_RANGE[0] <= seed < SEED_RANGE[1]:
         raise ValueError(f"seed must be an integer in [0, 2**64) (each seed its own trials); got "
                          f"{seed}")
+    return _root_key(seed, str(jax.config.jax_default_prng_impl))
+
+
+@functools.lru_cache(maxsize=256)
+def _root_key(seed: int, impl: str) -> jax.Array:
+    """:func:`seed_key`'s key, made once per (seed, generator) and kept: a key is immutable, and
+    making it runs eager JAX operations whose dispatch took about a twentieth of a 10-ms
+    ``simulate`` call (``benchmarks/bench_dispatch.py``). Evaluated eagerly even inside a trace,
+    so that no tracer is ever kept."""
+    del impl  # part of the cache key only: jax.random.key reads the configured generator
     low, high = seed & 0xFFFFFFFF, seed >> 32
-    key = jax.random.key(np.uint32(low))
-    return key if high == 0 else jax.random.fold_in(key, np.uint32(high))
+    with jax.ensure_compile_time_eval():
+        key = jax.random.key(np.uint32(low))
+        return key if high == 0 else jax.random.fold_in(key, np.uint32(high))
 
 
 def trial_keys(seed: int, start: int, count: int) -> jax.Array:

@@ -197,14 +197,17 @@ class Mechanism:
             q = _validate.finite_vector("queries", queries)
             t = _validate.thresholds_like("thresholds", thresholds, q.shape[0])
             if not isinstance(queries, jax.Array) and not isinstance(thresholds, jax.Array):
-                # Host inputs: converted in numpy and put on the device as they are (jnp.asarray
-                # and jnp.broadcast_to of a host array each compile a small program per shape).
+                # Host inputs: converted in numpy and handed to the compiled call as they are
+                # (jnp.asarray and jnp.broadcast_to of a host array each compile a small program
+                # per shape). Not device_put here: the compiled call's own transfer of a numpy
+                # argument is cheaper, by about 1 ms of every simulate call at n = 10^4 on the
+                # 2-core VM (a run of 9-10 ms; benchmarks/bench_dispatch.py).
                 if not np.issubdtype(q.dtype, np.floating):
                     q = q.astype(float)
                 dtype = jax.dtypes.canonicalize_dtype(q.dtype)
                 q = np.asarray(q, dtype)
                 t = np.ascontiguousarray(np.broadcast_to(np.asarray(t, dtype), q.shape))
-                return jax.device_put(q), jax.device_put(t)
+                return q, t
         q = jnp.asarray(queries)
         if not jnp.issubdtype(q.dtype, jnp.floating):
             q = q.astype(jnp.zeros((), float).dtype)
