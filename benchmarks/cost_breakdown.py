@@ -121,13 +121,15 @@ def first_answer_no_swaps(outcome):
     return outcome.answers[:, 0]
 
 
-def _no_swaps(fy, order, start, done=None, write_items=False, made=0):
+def _no_swaps(fy, order, start, done=None, write_items=False, made=0, width=None):
     """Probe for ``fisher_yates_block``: no swap; the items at positions start .. start + W − 1
-    are the positions themselves (the stored order); every trial, ``done`` or not."""
+    are the positions themselves (the stored order); every trial, ``done`` or not (W: the
+    partners' width, or ``width`` where the compiled block would draw them)."""
     import jax.numpy as jnp
 
-    items = start + jnp.arange(order.shape[1], dtype=jnp.int32)
-    return fy, jnp.broadcast_to(items, order.shape)
+    shape = order.shape if order is not None else (fy.j.shape[0], width)
+    items = start + jnp.arange(shape[1], dtype=jnp.int32)
+    return fy, jnp.broadcast_to(items, shape)
 
 
 def _without_swaps(fn):

@@ -208,7 +208,8 @@ def test_prefix_equals_the_blocks(n, batch, prefix):
     """The prefix kernel (partners drawn in C++, swaps trial by trial) leaves every trial's row
     (its pending write made), pending position and pending value exactly as the compiled block
     does after blocks 0 .. prefix/64 − 1 from the identity with ``fast_block_order``'s
-    partners: int16 rows, and
+    partners, and the compiled block drawing the next partners itself from the rows' keys
+    (``order`` None) swaps as the block given ``fast_block_order``'s: int16 rows, and
     int32 rows (n ≥ 2^15). At n = 30000 the trials include some whose partners were rejected by
     Lemire's method and redrawn (found among 2,048 keys)."""
     okeys = jax.random.bits(jax.random.key(n), (batch, 2), jnp.uint32)
@@ -243,6 +244,21 @@ def test_prefix_equals_the_blocks(n, batch, prefix):
     np.testing.assert_array_equal(made.a, want.a)
     np.testing.assert_array_equal(np.sort(np.asarray(made.perm), axis=1),
                                   np.broadcast_to(np.arange(n), (batch, n)))
+    np.testing.assert_array_equal(made.keys, okeys)
+
+    # The blocks past the prefix, partners drawn by the kernel from the rows' keys (order None;
+    # two random blocks at once) against fast_block_order's partners applied by the blocks.
+    width = 128
+    order = _engine.fast_block_order(
+        okeys, jnp.arange(prefix // 64, prefix // 64 + 2, dtype=jnp.int32), n).reshape(batch,
+                                                                                     width)
+    step = jax.jit(_engine.fisher_yates_block, static_argnums=(4, 5, 6))
+    want_next, want_items = step(want, order, prefix, None, True, 0, None)
+    got_next, got_items = step(made, None, prefix, None, True, prefix, width)
+    np.testing.assert_array_equal(got_items, want_items)
+    for field in ("perm", "j", "a"):
+        np.testing.assert_array_equal(getattr(got_next, field), getattr(want_next, field),
+                                      err_msg=field)
 
 
 @needs_native

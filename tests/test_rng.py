@@ -228,9 +228,11 @@ def test_block_draws_are_hashed_once_per_block_on_cpu(shuffle, n):
     """XLA's CPU fusion copies a block's Threefry hash into every fusion that reads the draws
     (the headline kernel held four copies per loop); the engine draws inside a conditional
     (``svtjax.mechanisms._engine.DRAW_ONCE``) so that each block is hashed once: one hash per
-    compaction level for the query noise, and with a random order two more (the swap indices'
-    first attempt and the redraw loop of Lemire's rejection); and once per chunk the threshold
-    noise (one variate per trial, drawn before the loop inside a conditional of its own).
+    compaction level for the query noise, and with a random order drawn in XLA two more (the
+    swap indices' first attempt and the redraw loop of Lemire's rejection; where the shuffle
+    has a compiled prefix, ``_engine.shuffle_prefix``, the compiled kernels draw every swap
+    index and XLA none); and once per chunk the threshold noise (one variate per trial, drawn
+    before the loop inside a conditional of its own).
     Outside every loop and conditional, once per chunk: the trial keys, whose hash XLA may
     fuse into each stream's key derivation (at most one fusion per stream)."""
     if jax.default_backend() != "cpu":
@@ -249,7 +251,14 @@ def test_block_draws_are_hashed_once_per_block_on_cpu(shuffle, n):
     # one narrow block, whose one-iteration loop XLA replaces by its body (the conditional's
     # predicate must not fold then: ``_engine._once``).
     levels = len(bucket_sizes(trials)[:-(-n // 64)])
-    assert inside == levels * (3 if shuffle else 1) + len(mech.initial_streams())
+    from svtjax import _native
+    from svtjax.mechanisms import _engine
+
+    compiled = _native.fisher_yates_target() is not None  # the engine's condition for a prefix
+    prefix = _engine.shuffle_prefix(_engine._layout(mech, n)) if shuffle and compiled else 0
+    assert prefix == (128 if shuffle and compiled and n == 300 else 0)
+    order = 2 if shuffle and not prefix else 0  # hashes of the swap indices per level
+    assert inside == levels * (1 + order) + len(mech.initial_streams())
     assert outside <= len(mech.streams()) + shuffle
 
 

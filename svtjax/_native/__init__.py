@@ -5,8 +5,9 @@ costs more than the work (``benchmarks/profile_thunks.py``). Seven of them have 
 handler that does the whole loop in one call and computes what the pure-JAX function computes;
 the first three bit for bit:
 
-* the engine's lazy Fisher–Yates block (:func:`svtjax.mechanisms._engine.fisher_yates_block`),
-  target :data:`FISHER_YATES_TARGET`;
+* the engine's lazy Fisher–Yates block (:func:`svtjax.mechanisms._engine.fisher_yates_block`;
+  after a prefix it draws the swap partners itself, from each trial's key), target
+  :data:`FISHER_YATES_TARGET`;
 * the first positions of every trial's lazy Fisher–Yates shuffle at once, trial by trial, with
   the swap partners drawn in the kernel (:func:`svtjax.mechanisms._engine.fisher_yates_prefix`),
   target :data:`FISHER_YATES_PREFIX_TARGET`;

@@ -41,17 +41,23 @@
 //   slot  int32[G, batch]           row of perm of each batch row
 //   j     int32[G, batch]           the pending write's position
 //   a     int16/int32[G, batch]     the pending write's value
-//   order int32[G, batch, W]        swap partners of positions start .. start + W - 1
+//   order int32[G, batch, W]        swap partners of positions start .. start + W - 1 (any
+//                                   last dimension with draw)
 //   start int32[G]                  the block's first position
 //   done  pred[G, batch]            rows that have halted: skipped (items 0, no swap, a kept);
 //                                   their evaluated prefix lies before `start`, which no later
 //                                   swap of theirs can reach
+//   keys  uint32[G, S, 2]           with draw: each permutation row's raw "order" key
 // Attributes: write_items (above); made, the positions the prefix kernel (1b) made already: a
 // block before it (start + W <= made) only reads its items from the rows (order not read, a
 // kept), so that the engine's loop needs no conditional around this call (one would copy the
-// rows at every block).
+// rows at every block); draw: the partners are not given (order not read) but drawn here from
+// keys, as the prefix kernel draws them (DrawPartners; W a multiple of 64), so that the
+// engine's loop computes none (in XLA, a conditional, a hash and Lemire's redraw loop per
+// block and compaction level).
 // Results: perm (positions start .. start + W - 1 now hold their items), items int32[G, batch, W]
-// (the item at each position), a (the new pending value).
+// (the item at each position; W is read from it), a (the new pending value), j int32[G, batch]
+// (the new pending position: the last partner where the row swapped, else its j).
 // Positions outside [0, n_pad) are never written and read as 0, as the JAX version does. A row
 // may be shorter than the blocks reach (the engine keeps rows of the stream's length, so that
 // they are the Outcome's items without a copy): the last block's positions past the row then
@@ -155,11 +161,31 @@ void ParallelFor(ffi::ThreadPool* pool, int64_t helpers, int64_t tasks, const F&
 // Swaps at least this many positions per task before a block is split among threads.
 constexpr int64_t kPositionsPerTask = 1 << 12;
 
+// Rows prefetched this many rows ahead where a block only reads its items from the rows (the
+// prefix kernel made them). Each row's block is a few cache lines a row length apart (20 KB at
+// n = 10^4), out of the caches after the prefix kernel wrote the batch's rows, and the
+// processor's prefetchers do not follow that stride: without prefetches every row's read
+// waited for memory.
+constexpr int64_t kRowPrefetch = 16;
+
+// Swap partners of positions start .. start + width - 1 (multiples of 64) of a trial, drawn
+// from its raw "order" key (k0, k1) as the prefix kernel draws them (1b).
+void DrawPartners(uint32_t k0, uint32_t k1, int64_t start, int64_t width, int64_t n,
+                  int32_t* partner);
+
+// A thread's scratch partners, at least `size` of them.
+inline int32_t* PartnerScratch(int64_t size) {
+  thread_local std::vector<int32_t> partners;
+  if (static_cast<int64_t>(partners.size()) < size) partners.resize(size);
+  return partners.data();
+}
+
 template <typename T>
 void Block(T* perm, const int32_t* slot, const int32_t* j, const T* a_in, const int32_t* order,
-           int32_t start, const bool* done, int32_t* items, T* a_out, int64_t rows,
-           int64_t n_pad, int64_t batch, int64_t width, bool write_items, int64_t made,
-           std::vector<int64_t>& first, ffi::ThreadPool* pool, int64_t threads) {
+           int32_t start, const bool* done, const uint32_t* keys, int32_t* items, T* a_out,
+           int32_t* j_out, int64_t rows, int64_t n_pad, int64_t batch, int64_t width,
+           bool write_items, int64_t made, bool draw, std::vector<int64_t>& first,
+           ffi::ThreadPool* pool, int64_t threads) {
   // The engine's compaction pads a smaller batch with copies of a row (svtjax._loops): copies
   // share a slot and carry the same state and partners, so they get the first copy's results,
   // and the permutation is swapped once. Rows with their own slot swap their own permutation
@@ -180,13 +206,28 @@ void Block(T* perm, const int32_t* slot, const int32_t* j, const T* a_in, const 
     for (int64_t i = lo; i < hi; ++i) {
       const int64_t b = own[i];
       if (prefix) {
+        if (i + kRowPrefetch < hi) {  // a later row's items, for reading
+          const char* ahead = reinterpret_cast<const char*>(
+              perm + slot[own[i + kRowPrefetch]] * n_pad + start);
+          for (int64_t byte = 0; byte < width * static_cast<int64_t>(sizeof(T)); byte += 64) {
+            __builtin_prefetch(ahead + byte, 0);
+          }
+        }
         const T* row = perm + slot[b] * n_pad + start;
         std::copy(row, row + width, items + b * width);
         a_out[b] = a_in[b];
+        j_out[b] = j[b];
         continue;
       }
-      a_out[b] = Row<T>(perm + slot[b] * n_pad, order + b * width, j[b], a_in[b], start,
+      const int32_t* partner = order + b * width;
+      if (draw) {  // the partners from the trial's key, as the prefix kernel draws them
+        int32_t* drawn = PartnerScratch(width);
+        DrawPartners(keys[2 * slot[b]], keys[2 * slot[b] + 1], start, width, n_pad, drawn);
+        partner = drawn;
+      }
+      a_out[b] = Row<T>(perm + slot[b] * n_pad, partner, j[b], a_in[b], start,
                         items + b * width, n_pad, width, write_items);
+      j_out[b] = partner[width - 1];
     }
   };
   const int64_t tasks = prefix ? 1 : std::max<int64_t>(
@@ -203,9 +244,11 @@ void Block(T* perm, const int32_t* slot, const int32_t* j, const T* a_in, const 
     if (s < 0 || s >= rows || done[b]) {
       for (int64_t k = 0; k < width; ++k) out[k] = 0;
       a_out[b] = a_in[b];
+      j_out[b] = j[b];
     } else if (first[s] != b) {
       std::copy(items + first[s] * width, items + (first[s] + 1) * width, out);
       a_out[b] = a_out[first[s]];
+      j_out[b] = j_out[first[s]];
     }
   }
   for (int64_t b = 0; b < batch; ++b) {  // every entry -1 again, for the next group
@@ -215,14 +258,16 @@ void Block(T* perm, const int32_t* slot, const int32_t* j, const T* a_in, const 
 
 template <typename T>
 void Run(ffi::AnyBuffer perm_in, ffi::AnyBuffer slot, ffi::AnyBuffer j, ffi::AnyBuffer a,
-         ffi::AnyBuffer order, ffi::AnyBuffer start, ffi::AnyBuffer done, bool write_items,
-         int64_t made, ffi::ThreadPool* pool, ffi::Result<ffi::AnyBuffer> perm_out,
-         ffi::Result<ffi::AnyBuffer> items, ffi::Result<ffi::AnyBuffer> a_out) {
+         ffi::AnyBuffer order, ffi::AnyBuffer start, ffi::AnyBuffer done, ffi::AnyBuffer keys,
+         bool write_items, int64_t made, bool draw, ffi::ThreadPool* pool,
+         ffi::Result<ffi::AnyBuffer> perm_out, ffi::Result<ffi::AnyBuffer> items,
+         ffi::Result<ffi::AnyBuffer> a_out, ffi::Result<ffi::AnyBuffer> j_out) {
   auto dims = perm_in.dimensions();
   const int64_t rank = dims.size();
   const int64_t rows = dims[rank - 2], n_pad = dims[rank - 1];
   const int64_t batch = slot.dimensions()[rank - 2];
-  const int64_t width = order.dimensions()[rank - 1];
+  const int64_t width = items->dimensions()[rank - 1];
+  const int64_t order_width = order.dimensions()[rank - 1];
   int64_t groups = 1;
   for (int64_t d = 0; d < rank - 2; ++d) groups *= dims[d];
   T* perm = static_cast<T*>(perm_out->untyped_data());
@@ -236,21 +281,24 @@ void Run(ffi::AnyBuffer perm_in, ffi::AnyBuffer slot, ffi::AnyBuffer j, ffi::Any
     Block<T>(perm + g * rows * n_pad, static_cast<const int32_t*>(slot.untyped_data()) + g * batch,
              static_cast<const int32_t*>(j.untyped_data()) + g * batch,
              static_cast<const T*>(a.untyped_data()) + g * batch,
-             static_cast<const int32_t*>(order.untyped_data()) + g * batch * width,
+             static_cast<const int32_t*>(order.untyped_data()) + g * batch * order_width,
              static_cast<const int32_t*>(start.untyped_data())[g],
              static_cast<const bool*>(done.untyped_data()) + g * batch,
+             draw ? static_cast<const uint32_t*>(keys.untyped_data()) + g * rows * 2 : nullptr,
              static_cast<int32_t*>(items->untyped_data()) + g * batch * width,
-             static_cast<T*>(a_out->untyped_data()) + g * batch, rows, n_pad, batch, width,
-             write_items, made, first, pool, threads);
+             static_cast<T*>(a_out->untyped_data()) + g * batch,
+             static_cast<int32_t*>(j_out->untyped_data()) + g * batch, rows, n_pad, batch,
+             width, write_items, made, draw, first, pool, threads);
   }
 }
 
 ffi::Error FisherYatesImpl(ffi::AnyBuffer perm_in, ffi::AnyBuffer slot, ffi::AnyBuffer j,
                            ffi::AnyBuffer a,
                            ffi::AnyBuffer order, ffi::AnyBuffer start, ffi::AnyBuffer done,
-                           bool write_items, int64_t made, ffi::ThreadPool pool,
-                           ffi::Result<ffi::AnyBuffer> perm_out,
-                           ffi::Result<ffi::AnyBuffer> items, ffi::Result<ffi::AnyBuffer> a_out) {
+                           ffi::AnyBuffer keys, bool write_items, int64_t made, bool draw,
+                           ffi::ThreadPool pool, ffi::Result<ffi::AnyBuffer> perm_out,
+                           ffi::Result<ffi::AnyBuffer> items, ffi::Result<ffi::AnyBuffer> a_out,
+                           ffi::Result<ffi::AnyBuffer> j_out) {
   const auto rank = perm_in.dimensions().size();
   if (rank < 2 || slot.element_type() != ffi::DataType::S32 ||
       j.element_type() != ffi::DataType::S32 ||
@@ -258,17 +306,22 @@ ffi::Error FisherYatesImpl(ffi::AnyBuffer perm_in, ffi::AnyBuffer slot, ffi::Any
       done.element_type() != ffi::DataType::PRED || done.dimensions().size() != rank - 1 ||
       a.element_type() != perm_in.element_type() ||
       slot.dimensions().size() != rank - 1 || j.dimensions().size() != rank - 1 ||
-      order.dimensions().size() != rank || start.dimensions().size() != rank - 2) {
+      order.dimensions().size() != rank || start.dimensions().size() != rank - 2 ||
+      items->dimensions().size() != rank || j_out->element_type() != ffi::DataType::S32 ||
+      (!draw && order.dimensions()[rank - 1] != items->dimensions()[rank - 1]) ||
+      (draw && (keys.element_type() != ffi::DataType::U32 || keys.dimensions().size() != rank ||
+                keys.dimensions()[rank - 2] != perm_in.dimensions()[rank - 2] ||
+                keys.dimensions()[rank - 1] != 2 || items->dimensions()[rank - 1] % 64 != 0))) {
     return ffi::Error::InvalidArgument("svtjax_fisher_yates: unexpected operand types or ranks");
   }
   switch (perm_in.element_type()) {
     case ffi::DataType::S16:
-      Run<int16_t>(perm_in, slot, j, a, order, start, done, write_items, made, &pool, perm_out,
-                   items, a_out);
+      Run<int16_t>(perm_in, slot, j, a, order, start, done, keys, write_items, made, draw, &pool,
+                   perm_out, items, a_out, j_out);
       return ffi::Error::Success();
     case ffi::DataType::S32:
-      Run<int32_t>(perm_in, slot, j, a, order, start, done, write_items, made, &pool, perm_out,
-                   items, a_out);
+      Run<int32_t>(perm_in, slot, j, a, order, start, done, keys, write_items, made, draw, &pool,
+                   perm_out, items, a_out, j_out);
       return ffi::Error::Success();
     default:
       return ffi::Error::InvalidArgument("svtjax_fisher_yates: perm must be int16 or int32");
@@ -379,6 +432,16 @@ void BlockPartners(uint32_t b0, uint32_t b1, int64_t b, int64_t n, int32_t* part
       product = static_cast<uint64_t>(x0 ^ x1) * span;
     }
     partner[i] = static_cast<int32_t>(first + i + static_cast<int64_t>(product >> 32));
+  }
+}
+
+void DrawPartners(uint32_t k0, uint32_t k1, int64_t start, int64_t width, int64_t n,
+                  int32_t* partner) {
+  for (int64_t s = 0; s < width; s += kBlock) {
+    const int64_t b = (start + s) / kBlock;
+    uint32_t b0 = 0, b1 = static_cast<uint32_t>(b);  // fold_in(key, b)
+    Threefry(k0, k1, b0, b1);
+    BlockPartners(b0, b1, b, n, partner + s);
   }
 }
 
@@ -963,9 +1026,12 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(SvtjaxFisherYates, FisherYatesImpl,
                                   .Arg<ffi::AnyBuffer>()
                                   .Arg<ffi::AnyBuffer>()
                                   .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::AnyBuffer>()
                                   .Attr<bool>("write_items")
                                   .Attr<int64_t>("made")
+                                  .Attr<bool>("draw")
                                   .Ctx<ffi::ThreadPool>()
+                                  .Ret<ffi::AnyBuffer>()
                                   .Ret<ffi::AnyBuffer>()
                                   .Ret<ffi::AnyBuffer>()
                                   .Ret<ffi::AnyBuffer>());

@@ -395,13 +395,16 @@ class _Shuffle(NamedTuple):
 
     Compiled block (:mod:`svtjax._native`, CPU): one trial per row, ``[rows, n_pad]``, and batch
     row b reads row ``slot[b]``: the compaction takes only ``slot`` (never a permutation), and a
-    trial's swaps stay within its own row.
+    trial's swaps stay within its own row. After :func:`fisher_yates_prefix`, ``keys`` holds
+    each row's raw "order" stream key, from which the compiled block draws the swap partners of
+    the positions past the prefix itself.
     """
 
     perm: Array  # int16/int32[n_pad, batch], or [rows, n_pad] with slot
     j: Array  # int32[batch]: position of the pending write
     a: Array  # [batch]: value of the pending write
     slot: Optional[Array] = None  # int32[batch]: row of perm (compiled block only)
+    keys: Optional[Array] = None  # uint32[rows, 2]: each row's raw "order" key (after a prefix)
 
 
 def perm_dtype(n_pad: int):
@@ -466,21 +469,27 @@ def fisher_yates_prefix(okeys: Array, n: int, prefix: int, dtype) -> _Shuffle:
          jax.ShapeDtypeStruct((batch,), dtype)),
         vmap_method="broadcast_all",
     )(okeys, prefix=np.int64(prefix))
-    return _Shuffle(perm, j, a, jnp.arange(batch, dtype=jnp.int32))
+    return _Shuffle(perm, j, a, jnp.arange(batch, dtype=jnp.int32), okeys)
 
 
 def _take_shuffle(fy: Optional[_Shuffle], idx: Array) -> Optional[_Shuffle]:
     if fy is None:
         return None
     if fy.slot is not None:
-        return _Shuffle(fy.perm, fy.j[idx], fy.a[idx], fy.slot[idx])
+        return _Shuffle(fy.perm, fy.j[idx], fy.a[idx], fy.slot[idx], fy.keys)
     return _Shuffle(jnp.take(fy.perm, idx, axis=1), fy.j[idx], fy.a[idx])
 
 
-def fisher_yates_block(fy: _Shuffle, order: Array, start, done: Optional[Array] = None,
-                       write_items: bool = False, made: int = 0) -> tuple[_Shuffle, Array]:
+def fisher_yates_block(fy: _Shuffle, order: Optional[Array], start,
+                       done: Optional[Array] = None, write_items: bool = False, made: int = 0,
+                       width: Optional[int] = None) -> tuple[_Shuffle, Array]:
     """Applies the swaps of positions ``start .. start + W − 1`` (``order``: int[batch, W]) for a
     batch; returns the state and the items at those positions, int32[batch, W].
+
+    ``order`` None (compiled block with ``fy.keys``, after :func:`fisher_yates_prefix`): the
+    kernel draws the partners of the ``width`` positions itself from each row's key, the numbers
+    of :func:`fast_block_order` (``tests/test_native.py``), so that the engine's loop computes no
+    partners of its own (a conditional, a hash and Lemire's redraw loop per block and level).
 
     ``done`` (bool[batch], optional): trials that have halted, whose items are never read
     again; the compiled block skips them (their items come back 0), the pure-JAX block, whose
@@ -502,7 +511,9 @@ def fisher_yates_block(fy: _Shuffle, order: Array, start, done: Optional[Array] 
     ``Draws`` passed to ``decide`` can never write outside it.
     """
     if fy.slot is not None:
-        return _fisher_yates_block_native(fy, order, start, done, write_items, made)
+        return _fisher_yates_block_native(fy, order, start, done, write_items, made, width)
+    if order is None:
+        raise ValueError("the pure-JAX Fisher–Yates block needs its partners (order)")
     n_pad, batch = fy.perm.shape
     width = order.shape[1]
     size = n_pad * batch
@@ -535,26 +546,42 @@ def fisher_yates_block(fy: _Shuffle, order: Array, start, done: Optional[Array] 
     return fy, items.T.astype(jnp.int32)
 
 
-def _fisher_yates_block_native(fy: _Shuffle, order: Array, start, done: Optional[Array] = None,
-                               write_items: bool = False, made: int = 0
+def _fisher_yates_block_native(fy: _Shuffle, order: Optional[Array], start,
+                               done: Optional[Array] = None, write_items: bool = False,
+                               made: int = 0, width: Optional[int] = None
                                ) -> tuple[_Shuffle, Array]:
     """:func:`fisher_yates_block` as one call of the compiled CPU block (:mod:`svtjax._native`),
     on the one-trial-per-row state: the same swaps in the same order, for the trials not
-    ``done``."""
+    ``done``; ``order`` None: the partners drawn by the kernel from ``fy.keys``."""
+    batch = fy.j.shape[0]
     if done is None:
-        done = jnp.zeros(fy.j.shape, bool)
-    perm, items, a = jax.ffi.ffi_call(
+        done = jnp.zeros((batch,), bool)
+    draw = order is None
+    if draw:
+        if fy.keys is None or width is None or width % BLOCK:
+            raise ValueError("partners drawn by the compiled block need the rows' keys "
+                             "(fisher_yates_prefix) and a width that is a multiple of BLOCK")
+        keys, order_in = fy.keys, jnp.zeros((batch, 1), jnp.int32)  # order is not read
+    else:
+        width = order.shape[1]
+        keys, order_in = jnp.zeros((1, 2), jnp.uint32), order.astype(jnp.int32)  # not read
+    perm, items, a, drawn_j = jax.ffi.ffi_call(
         _native.FISHER_YATES_TARGET,
         (jax.ShapeDtypeStruct(fy.perm.shape, fy.perm.dtype),
-         jax.ShapeDtypeStruct(order.shape, jnp.int32),
-         jax.ShapeDtypeStruct(fy.a.shape, fy.perm.dtype)),
+         jax.ShapeDtypeStruct((batch, width), jnp.int32),
+         jax.ShapeDtypeStruct(fy.a.shape, fy.perm.dtype),
+         jax.ShapeDtypeStruct((batch,), jnp.int32)),
         input_output_aliases={0: 0}, vmap_method="broadcast_all",
-    )(fy.perm, fy.slot, fy.j, fy.a, order.astype(jnp.int32), jnp.asarray(start, jnp.int32),
-      jnp.asarray(done, bool), write_items=np.bool_(write_items), made=np.int64(made))
-    j = order[:, -1].astype(jnp.int32)
-    if made:
-        j = jnp.where(jnp.asarray(start) < made, fy.j, j)
-    return _Shuffle(perm, j, a, fy.slot), items
+    )(fy.perm, fy.slot, fy.j, fy.a, order_in, jnp.asarray(start, jnp.int32),
+      jnp.asarray(done, bool), keys, write_items=np.bool_(write_items), made=np.int64(made),
+      draw=np.bool_(draw))
+    if draw:
+        j = drawn_j  # the last partner where the block swapped, the pending position elsewhere
+    else:
+        j = order[:, -1].astype(jnp.int32)
+        if made:
+            j = jnp.where(jnp.asarray(start) < made, fy.j, j)
+    return _Shuffle(perm, j, a, fy.slot, fy.keys), items
 
 
 def _fisher_yates_block_2d(fy: _Shuffle, order: Array, start) -> tuple[_Shuffle, Array]:
@@ -705,7 +732,8 @@ def _loop(mech, lay: _Layout, batch: int, z0: dict, work_src, get_block, q, t, o
     each at or after its position, so no swap reaches a position already visited).
     ``prefix`` (such a run, with raw Threefry keys; ``get_block`` then draws no "order"): the
     shuffle's first positions made before the loop (:func:`fisher_yates_prefix`), whose blocks
-    read their items from the rows."""
+    read their items from the rows; the compiled block draws the partners of the blocks past
+    it from the rows' keys."""
     dtype = q.dtype
     q_pad = _pad_last(q, lay.n_pad)
     t_pad = _pad_last(t, lay.n_pad)
@@ -725,6 +753,8 @@ def _loop(mech, lay: _Layout, batch: int, z0: dict, work_src, get_block, q, t, o
         raise ValueError("a shuffle prefix needs the compiled block and a single pass")
     if prefix:
         fy = fisher_yates_prefix(work_src["order"], lay.n, prefix, perm_dtype(lay.n_pad))
+        # the kernel draws every partner from fy.keys: the loop carries no "order" keys
+        work_src = {name: key for name, key in work_src.items() if name != "order"}
     elif shuffle:
         fy = _shuffle_init(batch, lay.n_pad, native, lay.n if in_perm else None)
     else:
@@ -751,13 +781,11 @@ def _loop(mech, lay: _Layout, batch: int, z0: dict, work_src, get_block, q, t, o
                 return fisher_yates_block(f, blk["order"], j * lay.width, rows.done, in_perm)
 
             if prefix:
-                # the partners of the blocks past the prefix only; the kernel reads the prefix's
-                # items from the rows (a conditional around the kernel would copy the rows)
-                okeys = src["order"]
-                order = lax.cond(j * lay.width < prefix,
-                                 lambda: jnp.zeros((okeys.shape[0], lay.width), jnp.int32),
-                                 lambda: _order_draws(lay, okeys, j))
-                fy, items = fisher_yates_block(fy, order, j * lay.width, rows.done, True, prefix)
+                # the kernel reads the prefix's items from the rows and draws the partners of
+                # the blocks past it from the rows' keys (a conditional around the kernel would
+                # copy the rows)
+                fy, items = fisher_yates_block(fy, None, j * lay.width, rows.done, True, prefix,
+                                               lay.width)
             elif lay.passes == 1:
                 fy, items = shuffle_block(fy)
             else:  # the shuffle happens in the first pass only
