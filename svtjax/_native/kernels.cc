@@ -610,6 +610,10 @@ bool ReadRange(const int8_t* row, const I* items, int64_t lo, int64_t hi, int64_
   return false;
 }
 
+// Rows prefetched this many rows ahead, their first kAheadBytes positions.
+constexpr int64_t kRowsAhead = 8;
+constexpr int64_t kAheadBytes = 256;
+
 template <typename I>
 void FirstTopsRows(const int8_t* answers, const I* items, int32_t limit, int64_t lo, int64_t hi,
                    int64_t length, int64_t width, int64_t k, int64_t n, bool to_halt,
@@ -617,6 +621,19 @@ void FirstTopsRows(const int8_t* answers, const I* items, int32_t limit, int64_t
   const int64_t blocks = (length + width - 1) / width;
   const int64_t wanted = std::min<int64_t>(k, limit);
   for (int64_t r = lo; r < hi; ++r) {
+    if (r + kRowsAhead < hi) {  // a later row's first positions, for reading (rows are far
+      // apart and a top-c trial reads only its first few hundred positions: every row's
+      // first read would wait for memory)
+      const char* a = reinterpret_cast<const char*>(answers + (r + kRowsAhead) * length);
+      for (int64_t byte = 0; byte < std::min<int64_t>(length, kAheadBytes); byte += 64) {
+        __builtin_prefetch(a + byte, 0);
+      }
+      if (items != nullptr) {
+        const char* it = reinterpret_cast<const char*>(items + (r + kRowsAhead) * length);
+        const int64_t bytes = std::min<int64_t>(length, kAheadBytes) * sizeof(I);
+        for (int64_t byte = 0; byte < bytes; byte += 64) __builtin_prefetch(it + byte, 0);
+      }
+    }
     int32_t* out = picks + r * k;
     std::fill(out, out + k, -1);
     int64_t count = 0, evaluated = 0;
