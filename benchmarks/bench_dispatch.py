@@ -13,7 +13,11 @@ runs (``block_until_ready`` on the Outcome):
 * ``chunk_fresh_device_inputs`` — the chunk given ``jax.device_put`` copies and a root key made
   by ``jax.random.key`` at every call (what ``simulate`` passed before).
 
-``host overhead`` = simulate − chunk. Medians in ms::
+``host overhead`` = simulate − chunk. Then the headline's post-processing of those Outcomes
+(``svtjax.selected`` and the halting positions, one jitted call:
+``benchmarks.workload.selected_and_halts``), warm and right after 64 MiB were written (the
+caches evicted, as after a run that wrote its Outcomes; the eviction is not timed). Medians in
+ms::
 
     python benchmarks/bench_dispatch.py [--sizes 10000x1000 1000x10000] [--rounds 25]
 """
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import time
 from pathlib import Path
 
 if __package__ in (None, ""):
@@ -40,6 +45,7 @@ def measure(sizes, rounds: int) -> list:
     from svtjax.mechanisms import _engine
 
     sim = importlib.import_module("svtjax.simulate")
+    flush = np.ones(64 << 20, np.uint8)  # written to evict the caches
     mech = svtjax.get(workload.HEADLINE, **workload.headline_params())
     rows = []
     for n, trials in sizes:
@@ -72,14 +78,29 @@ def measure(sizes, rounds: int) -> list:
             same = all(np.array_equal(np.asarray(o.answers), np.asarray(first["chunk"].answers))
                        for o in first.values())
             _, med = timing.interleaved_calls(calls, rounds)
+            post = workload.selected_and_halts(workload.C)
+            warm, evicted = [], []
+            for _ in range(rounds):
+                jax.block_until_ready(post(first["simulate"]))
+                t0 = time.perf_counter()
+                jax.block_until_ready(post(first["simulate"]))
+                warm.append(time.perf_counter() - t0)
+                flush += 1  # evict the caches
+                t0 = time.perf_counter()
+                jax.block_until_ready(post(first["simulate"]))
+                evicted.append(time.perf_counter() - t0)
             row = {"n": n, "trials": trials, "mode": "shuffle" if shuffle else "fixed",
                    "same_answers": bool(same), "rounds": rounds,
                    **{f"{name}_ms": 1e3 * s for name, s in med.items()},
-                   "host_overhead_ms": 1e3 * (med["simulate"] - med["chunk"])}
+                   "host_overhead_ms": 1e3 * (med["simulate"] - med["chunk"]),
+                   "post_warm_ms": 1e3 * timing.median(warm),
+                   "post_after_eviction_ms": 1e3 * timing.median(evicted)}
             rows.append(row)
             print(f"n={n} trials={trials} {row['mode']}: " + ", ".join(
                 f"{name} {1e3 * s:.2f} ms" for name, s in med.items())
-                + f"; host overhead {row['host_overhead_ms']:.2f} ms; same answers {same}")
+                + f"; host overhead {row['host_overhead_ms']:.2f} ms; same answers {same}; "
+                f"post-processing {row['post_warm_ms']:.2f} ms warm, "
+                f"{row['post_after_eviction_ms']:.2f} ms after eviction")
     return rows
 
 
