@@ -288,6 +288,8 @@ def _record_md(rec: dict, results_dir: Path) -> str:
         lines.append(f"- Process pool: {pool['workers']} workers ({pool['start_method']}), "
                      f"started and warm in {pool['startup_s']:.1f} s (untimed)")
     lines += ["", _METHOD_V1 if v1 else _METHOD_V2, "", tables(rec, markdown=True)]
+    if not v1:
+        lines += _history_md(rec, results_dir)
     params = {}
     for r in rec["results"]:
         if r["status"] == "ok" and r["engine"] in ("simulate", "svtjax"):
@@ -376,6 +378,49 @@ def _gpu_md(gpu: list) -> list:
                            f"{_pct(lim.get('svtjax-f1'))} | "
                            f"{'—' if met is None else ('yes' if met >= GPU_TARGET else 'no')} |")
     return out + [""]
+
+
+HISTORY = 12
+"""Full records of a machine listed in its headline history, newest first."""
+
+
+def _history_md(rec: dict, results_dir: Path) -> list:
+    """The headline's acceptance ratios in every recent full record of ``rec``'s machine
+    (schema 2, newest first): one run's medians drift with the VM, so a reader sees the spread
+    of each figure, not only the latest run's."""
+    from benchmarks.harness import headline
+
+    mid = rec["machine"]["machine_id"]
+    runs = [r for r in load_records(results_dir)
+            if r["machine"]["machine_id"] == mid and r.get("schema") == "svtjax-bench/2"
+            and r["config"].get("suite") == "full"]
+    runs = sorted(runs, key=lambda r: r["created"], reverse=True)[:HISTORY]
+    if len(runs) < 2:
+        return []
+    cases = [(h["n"], h["trials"], h["mode"]) for h in headline(rec)]
+    head = ["record", "commit"] + [f"{n}×{t} {m}: × numba / × pool / of limit"
+                                   for n, t, m in cases]
+    rows = []
+    for r in runs:
+        found = {(h["n"], h["trials"], h["mode"]): h for h in headline(r)}
+        cells = []
+        for case in cases:
+            h = found.get(case)
+            if h is None:
+                cells.append("—")
+                continue
+            ratio, lim = h["ratio"], h["ratio_to_physical_limit"]
+            cells.append(f"{_fmt(ratio.get('svtjax/numba'))} / "
+                         f"{_fmt(ratio.get('svtjax/numba-pool'))} / {_pct(lim.get('svtjax'))}")
+        src = r.get("source", {})
+        rows.append([f"`{os.path.basename(r.get('_path', '?'))}`",
+                     str(src.get("git_commit"))[:7]
+                     + (" + changes" if src.get("git_dirty") else "")] + cells)
+    return ["", f"#### The headline in this machine's last {len(runs)} full runs",
+            "", "svtjax with full Outcomes + `selected`, per case: ratio to the numba loop "
+            "(one thread), to the process pool, and fraction of the physical limit; newest "
+            "first (`python benchmarks/harness.py` writes a record).", "",
+            _table(head, rows, True)]
 
 
 def render_results_md(records: list, results_dir: Path) -> str:

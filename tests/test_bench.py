@@ -165,6 +165,31 @@ def test_results_md_renders_the_repository_records(tmp_path):
         assert "schema `svtjax-bench/1`" in text and "| sorted |" in text
 
 
+def test_headline_history_lists_every_recent_full_record_newest_first(tmp_path):
+    """RESULTS.md's history of a machine's headline: one row per full schema-2 record of that
+    machine (at most ``render.HISTORY``), newest first, each cell recomputed from its record's
+    rows (× numba, × pool, of limit); a machine with one record gets no history."""
+    results = ROOT / "benchmarks" / "results"
+    full = [r for r in render.load_records(results) if r.get("schema") == "svtjax-bench/2"
+            and r["config"].get("suite") == "full"]
+    latest = render.latest_per_machine(full)
+    rec = max(latest, key=lambda r: sum(x["machine"]["machine_id"] == r["machine"]["machine_id"]
+                                        for x in full))
+    mine = sorted((r for r in full if r["machine"]["machine_id"] == rec["machine"]["machine_id"]),
+                  key=lambda r: r["created"], reverse=True)[:render.HISTORY]
+    assert len(mine) >= 2
+    text = "\n".join(render._history_md(rec, results))
+    rows = [line for line in text.splitlines() if line.startswith("| `")]
+    assert [row.split("`")[1] for row in rows] == [pathlib.Path(r["_path"]).name for r in mine]
+    h = harness.headline(mine[-1])[0]
+    cell = (f"{render._fmt(h['ratio']['svtjax/numba'])} / "
+            f"{render._fmt(h['ratio']['svtjax/numba-pool'])} / "
+            f"{render._pct(h['ratio_to_physical_limit']['svtjax'])}")
+    assert cell in rows[-1]
+    (tmp_path / "one.json").write_text(pathlib.Path(rec["_path"]).read_text())
+    assert render._history_md(rec, tmp_path) == []
+
+
 @pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
 @pytest.mark.parametrize("shuffle", [False, True])
 def test_baselines_halt_at_c(shuffle):
