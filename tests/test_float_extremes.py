@@ -77,6 +77,28 @@ def test_simulate_refuses_what_float32_cannot_compute(label, mech, message):
         _validate.computable(mech, np.float64)  # float64 holds them
 
 
+def test_a_mechanism_is_checked_once_per_dtype_and_a_refusal_every_time(monkeypatch):
+    """``computable`` checks a hashable mechanism's parameters once per dtype (equal mechanisms
+    alike) and never remembers a refusal; queries and thresholds are checked at every call."""
+    equal = [svtjax.get("svt-s", epsilon=0.75, c=3) for _ in range(3)]
+    ok, bad = equal[0], svtjax.get("svt-s", epsilon=1e39, c=3)
+    calls = []
+    real = _validate._mechanism_computable
+    monkeypatch.setattr(_validate, "_mechanism_computable",
+                        lambda m, d, w: (calls.append((m.name, np.dtype(d).name)), real(m, d, w)))
+    _validate._mechanism_computable_once.cache_clear()
+    for mech in equal:
+        _validate.computable(mech, np.float32)
+    _validate.computable(ok, np.float64)
+    assert calls == [("svt-s", "float32"), ("svt-s", "float64")]
+    for _ in range(2):
+        with pytest.raises(ValueError, match="overflows float32"):
+            _validate.computable(bad, np.float32)
+    assert calls[2:] == [("svt-s", "float32")] * 2
+    with pytest.raises(ValueError, match="queries = 9.99995e-41 is below float32"):
+        _validate.computable(ok, np.float32, queries=np.array([1e-40, 1.0], np.float32))
+
+
 @pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
 def test_queries_and_thresholds_float32_cannot_hold_are_refused():
     mech = svtjax.get("svt-s", epsilon=1.0, c=2)
