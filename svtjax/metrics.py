@@ -10,7 +10,11 @@ Every metric has the signature ``f(selected, scores, c) -> float[...]``:
   n``, indices in ``[-1, n)``, finite scores); traced ones cannot be and must already be valid.
 
 All metrics are pure ``jax.numpy``, jit-able and vectorised over the batch axes (no Python loop
-over trials), so they can serve as a ``reduce=`` function of :func:`svtjax.simulate`.
+over trials), so they can serve as a ``reduce=`` function of :func:`svtjax.simulate`. Their
+sums (supports, relevances) are exact, in fixed point (:mod:`svtjax._fixedpoint`), so a
+trial's values do not depend on the batch it is evaluated in (a sweep's chunk size), equal
+sets of scores give equal sums (a true top-c has SER exactly 0), and the support metrics stay
+finite when the top-c support exceeds the dtype's largest number.
 
 Definitions. Let ``s_(1) >= s_(2) >= ... >= s_(n)`` be the scores sorted in decreasing order,
 ``t = s_(c)`` the c-th largest score, and ``S`` the *answer set* of a trial (see "Which picks
@@ -88,7 +92,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from svtjax import _bits, _validate
+from svtjax import _answer_sums, _bits, _fixedpoint, _validate
+from svtjax._answer_sums import Counts as _Counts
+from svtjax._answer_sums import Fixed as _Fixed
 from svtjax._pytree import is_concrete
 from svtjax._types import Array, ArrayLike
 
@@ -106,16 +112,6 @@ __all__ = [
     "ser",
     "summary",
 ]
-
-
-class _Counts(NamedTuple):
-    """Per-trial sufficient statistics of an answer set ``S`` (shapes ``[...]``)."""
-
-    size: Array  # |S|, int
-    tp: Array  # max over valid top-c sets T of |S & T|, int
-    support: Array  # sum_{i in S} s_i, float
-    relevance: Array  # sum_{i in S} NCR relevance, float
-    top_support: Array  # sum of the c largest scores, float scalar
 
 
 def _float_dtype(scores: Array) -> Any:
@@ -149,7 +145,9 @@ def _item_tables(scores: Array, c: Array, dtype: Any, xp: Any = jnp
 def _top_tables(scores: Array, c: Array, k: int, dtype: Any
                ) -> tuple[Array, Array, Array, Array, Array]:
     """:func:`_item_tables` from the top ``k >= c`` scores instead of a sort of all n (a sort
-    of 10^4 floats costs about 2 ms on a CPU core, a top-k a fortieth of that).
+    of 10^4 floats costs about 2 ms on a CPU core, a top-k a fortieth of that), with the top k
+    scores (decreasing) in place of the top-c support (``svtjax._answer_sums.tables`` sums
+    them).
 
     With t the c-th largest score, an item is above the top-c boundary when s_i > t and at it
     when s_i = t; the slots at t are c − #(s > t). An item with s_i >= t has first =
@@ -165,8 +163,7 @@ def _top_tables(scores: Array, c: Array, k: int, dtype: Any
     zero = jnp.zeros((), dtype)
     relevance = jnp.where(scores >= t, (2 * c + 2 - first - hi).astype(dtype) / 2, zero)
     slots = c - jnp.sum(top > t, dtype=jnp.int32)
-    top_support = jnp.sum(jnp.where(jnp.arange(k) < c, top.astype(dtype), zero))
-    return scores > t, scores == t, slots, relevance, top_support
+    return scores > t, scores == t, slots, relevance, top
 
 
 _PAIRWISE_MAX_K = 128
@@ -204,40 +201,44 @@ def _answer_mask(selected: Array, n: int, c: Array) -> Array:
 
 def _counts(selected: Array, scores: Array, c: Array) -> _Counts:
     dtype = _float_dtype(scores)
-    keep = _answer_mask(selected, scores.shape[0], c)
-    return _gathered_counts(keep, selected, scores, _item_tables(scores, c, dtype))
+    n = scores.shape[0]
+    keep = _answer_mask(selected, n, c)
+    descending = jnp.sort(scores)[::-1]  # the sort of _item_tables (one sort once compiled)
+    fixed = _answer_sums.tables(scores, _item_tables(scores, c, dtype), descending, c, n,
+                                _fixedpoint.INT_ACCUMULATOR)
+    return _gathered_counts(keep, selected, n, fixed)
 
 
-def _gathered_counts(keep: Array, selected: Array, scores: Array, tables: tuple) -> _Counts:
+def _gathered_counts(keep: Array, selected: Array, n: int, fixed: _Fixed) -> _Counts:
     """The sufficient statistics of the answer sets ``selected[keep]`` (distinct items, at most
-    c per row): the item tables gathered at the picks."""
-    above, at, slots, relevance, top_support = tables
-    dtype = relevance.dtype
-    idx = jnp.clip(selected, 0, scores.shape[0] - 1)
-    zero = jnp.zeros((), dtype)
-    tied = jnp.sum(keep & at[idx], axis=-1, dtype=jnp.int32)
-    return _Counts(
-        size=jnp.sum(keep, axis=-1, dtype=jnp.int32),
-        tp=jnp.sum(keep & above[idx], axis=-1, dtype=jnp.int32) + jnp.minimum(tied, slots),
-        support=jnp.sum(jnp.where(keep, scores.astype(dtype)[idx], zero), axis=-1),
-        relevance=jnp.sum(jnp.where(keep, relevance[idx], zero), axis=-1),
-        top_support=top_support,
-    )
+    c per row): the item tables gathered at the picks and summed as integers."""
+    idx = jnp.clip(selected, 0, n - 1)
+    # column by column: gathers of single numbers fuse with their sums (rows of the table
+    # gathered at once and summed over the picks' axis are slower on a CPU)
+    sums = jnp.stack([jnp.sum(jnp.where(keep, column[idx], 0), axis=-1, dtype=jnp.int32)
+                      for column in fixed.table.T], axis=-1)
+    return _answer_sums.counts(jnp.sum(keep, axis=-1, dtype=jnp.int32), sums, fixed)
+
+
+def _divide(a: Array, b: Array) -> Array:
+    """``a / b``, correctly rounded, for a scalar ``b``: XLA may turn a division by a broadcast
+    scalar into a product with its reciprocal (an ulp off), or not, depending on the program
+    around it; a divisor that is not a broadcast keeps every program's numbers the same."""
+    return a / jax.lax.optimization_barrier(jnp.broadcast_to(b, a.shape))
 
 
 def _from_counts(k: _Counts, c: Array) -> dict[str, Array]:
     dtype = k.support.dtype
     tp, size, cf = k.tp.astype(dtype), k.size.astype(dtype), c.astype(dtype)
-    recall_ = tp / cf
-    ncs_ = k.support / k.top_support
+    recall_ = _divide(tp, cf)
     return {
         "precision": jnp.where(size > 0, tp / jnp.maximum(size, 1), 0),
         "recall": recall_,
         "f1": 2 * tp / (size + cf),
         "fnr": 1 - recall_,
-        "ser": 1 - ncs_,
-        "ncr": k.relevance / (cf * (cf + 1) / 2),
-        "ncs": ncs_,
+        "ser": _divide(k.missing, k.top_support),  # exact numerator: 0 for every valid top-c
+        "ncr": _divide(k.relevance, cf * (cf + 1) / 2),
+        "ncs": _divide(k.support, k.top_support),
     }
 
 
@@ -265,27 +266,33 @@ def _outcome_counts(answers: Array, items, scores: Array, c: Array, *, k: int, n
     * the first c ⊤ are collected as picks (``svtjax.selected``'s loop) and the tables gathered
       at those k slots only, not at every position read: stored items (shuffled), and on a CPU
       where svtjax's compiled loop collects the picks (:mod:`svtjax._native`) a compact Outcome
-      too: the same answer sets and metrics (to float rounding), and on a CPU a cheaper
+      too: the same answer sets and metrics, and on a CPU a cheaper
       reducer than the block loop below (the ``f1_ser`` column of
       ``benchmarks/cost_breakdown.py`` in ``benchmarks/RESULTS.md``);
     * ``items`` None (a compact Outcome: the item at position p is p mod ``n_items``, the same
       for every row) without the compiled loop: each block keeps its ⊤ up to the (c − count)-th
-      (one rank query per row, ``svtjax._bits``) and adds a [rows, W] x [W, 4] product with the
-      tables' rows there.
+      (one rank query per row, ``svtjax._bits``) and adds a [rows, W] x [W, m] product with the
+      tables' rows there (integers below 2**24: exact in any order).
+
+    Both sum the tables' fixed-point limbs (``svtjax._answer_sums``), so the two give the same
+    numbers, and a row's numbers do not depend on the other rows of the batch.
     """
     from svtjax import _native
     from svtjax._core import _first_tops, _row_block
     from svtjax._loops import compacting_block_loop
 
     dtype = _float_dtype(scores)
-    tables = _top_tables(scores, c, min(k, scores.shape[0]), dtype)
+    width_k = min(k, scores.shape[0])
+    tables = _top_tables(scores, c, width_k, dtype)
+    # Limb sums below 2**24: exact as float32 too (the block loop's product below), so both
+    # ways give the same numbers.
+    fixed = _answer_sums.tables(scores, tables, tables[4], c, width_k,
+                                _fixedpoint.FLOAT_ACCUMULATOR)
     if items is not None or (_native.first_tops_target() is not None
                              and answers.dtype == jnp.int8):
         picks, _, evaluated = _first_tops(answers, items, c, k, n_items, single_pass)
-        return _gathered_counts(picks >= 0, picks, scores, tables), evaluated
-    above, at, slots, relevance, top_support = tables
-    table = jnp.stack([above.astype(dtype), at.astype(dtype), scores.astype(dtype),
-                       relevance], axis=1)  # [n, 4]
+        return _gathered_counts(picks >= 0, picks, scores.shape[0], fixed), evaluated
+    table = fixed.table.astype(dtype)  # [n, m]: small integers, exact in dtype
     rows, length = answers.shape
     width = min(_OUTCOME_BLOCK, length)
     num_blocks = -(-length // width)
@@ -316,15 +323,15 @@ def _outcome_counts(answers: Array, items, scores: Array, c: Array, *, k: int, n
             evaluated = evaluated + jnp.sum((live & (blk >= 0)).astype(jnp.int16), axis=1,
                                             dtype=jnp.int16).astype(jnp.int32)
             stop = count >= c
-        return (count, sums + keep @ tab, evaluated, done | stop), answers
+        # HIGHEST: full-precision products (an accelerator's default may round the limbs)
+        picked = jnp.matmul(keep, tab, precision=jax.lax.Precision.HIGHEST)
+        return (count, sums + picked, evaluated, done | stop), answers
 
-    init = (jnp.zeros((rows,), jnp.int32), jnp.zeros((rows, 4), dtype),
+    init = (jnp.zeros((rows,), jnp.int32), jnp.zeros((rows, table.shape[1]), dtype),
             jnp.zeros((rows,), jnp.int32), jnp.zeros((rows,), bool))
     count, sums, evaluated, _ = compacting_block_loop(body, lambda carry: ~carry[3], init,
                                                       answers, num_blocks)
-    size = jnp.minimum(count, c)
-    tp = sums[:, 0].astype(jnp.int32) + jnp.minimum(sums[:, 1].astype(jnp.int32), slots)
-    return _Counts(size, tp, sums[:, 2], sums[:, 3], top_support), evaluated
+    return _answer_sums.counts(jnp.minimum(count, c), sums.astype(jnp.int32), fixed), evaluated
 
 
 def evaluate_outcome(outcome, scores: ArrayLike, c: Any, *, max_c: Optional[int] = None

@@ -7,6 +7,7 @@ import importlib
 import pathlib
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -159,3 +160,60 @@ def test_guarantees_say_they_are_the_papers_for_the_idealised_mechanism():
         code, out, _ = run_cli(["simulate", "-m", "svt-s", "-e", "1", "--trials", "2", "--c",
                                 "3", "-d", "binary"])
     assert code == 0 and "not for releasing real data" in out
+
+
+# -- issue 58, item 7: outputs that overflow although every input fits -----------------------------
+
+HUGE = np.linspace(3.3e38, 3.0e38, 200).astype(np.float32)  # every score fits, the top-50 sum not
+
+
+def test_svt_gap_refuses_gaps_float32_cannot_hold():
+    """Queries 3e38 with a threshold −3e38 fit float32, their gaps (6e38) do not: refused in
+    one line before anything is compiled (it released +inf gaps); gaps that fit still run."""
+    mech = svtjax.get("svt-gap", epsilon=1.0, c=2)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sim, "run_chunk", lambda *a, **k: pytest.fail("compiled before refusing"))
+        with pytest.raises(ValueError, match="svt-gap cannot run in float32: a released gap "
+                                             "q_i \\+ noise - \\(T_i \\+ noise\\) can reach 6e"
+                                             "\\+38") as err:
+            svtjax.simulate(mech, np.full(8, 3e38, np.float32), -3e38, trials=2)
+    assert len(str(err.value).splitlines()) == 1
+    out = svtjax.simulate(mech, np.full(8, 1e38, np.float32), -1e38, trials=2)
+    gaps = np.asarray(out.values)[np.asarray(out.answers) == 1]
+    assert gaps.size == 4 and np.all(np.isfinite(gaps)) and np.all(gaps > 1.9e38)
+
+
+def test_support_metrics_do_not_overflow_and_score_a_true_top_c_exactly():
+    """SER and NCS were NaN when the top-c support overflows float32, and SER of a true top-c
+    was −7e-8 when its items came in another order than the sort's: the sums are exact now."""
+    rng = np.random.default_rng(58)
+    perfect = np.stack([rng.permutation(50) for _ in range(4)])
+    shifted = np.arange(1, 51)[None]  # misses the top item, takes the 51st
+    got = svtjax.metrics.evaluate(perfect, HUGE, 50)
+    assert np.all(np.asarray(got["ser"]) == 0) and np.all(np.asarray(got["ncs"]) == 1)
+    want = 1 - HUGE[1:51].astype(float).sum() / HUGE[:50].astype(float).sum()
+    ser = float(svtjax.metrics.ser(shifted, HUGE, 50)[0])
+    assert ser == pytest.approx(want, rel=1e-6)
+    zipf = np.asarray(svtjax.datasets.zipf(2000).scores, np.float32)
+    top = np.argsort(-zipf, kind="stable")[:50]
+    orders = np.stack([rng.permutation(top) for _ in range(64)])
+    got = svtjax.metrics.evaluate(orders, zipf, 50)
+    assert np.all(np.asarray(got["ser"]) == 0) and np.all(np.asarray(got["ncs"]) == 1)
+
+
+def test_a_perfect_selection_has_ser_zero_inside_simulate():
+    """The reducer's path (``evaluate_outcome``, shuffled and fixed order): an exact top-c
+    selection (noise far below the gaps) scores SER 0 and finite NCS on scores whose top-50 sum
+    overflows float32."""
+    mech = svtjax.get("svt-s", epsilon=1e6, c=50, sensitivity=1e30)
+    threshold = float((HUGE[49].astype(float) + HUGE[50]) / 2)
+
+    def reduce(scores, out):
+        got = svtjax.metrics.evaluate_outcome(out, scores, 50)
+        return got["ser"], got["ncs"], got["picks"]
+
+    fn = jax.tree_util.Partial(reduce, jnp.asarray(HUGE))
+    for shuffle in (True, False):
+        ser, ncs, picks = svtjax.simulate(mech, HUGE, threshold, trials=16, shuffle=shuffle,
+                                          reduce=fn)
+        assert int(picks) == 16 * 50 and float(ser) == 0.0 and float(ncs) == 16.0

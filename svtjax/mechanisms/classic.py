@@ -42,6 +42,7 @@ import math
 from typing import Any, Optional
 
 import jax.numpy as jnp
+import numpy as np
 
 from svtjax import _validate, budget
 from svtjax._pytree import is_concrete, pytree_dataclass, static_field
@@ -58,6 +59,8 @@ __all__ = ["Figure1", "LyuAlg1", "DPBook", "Roth11", "LeeClifton", "Stoddard", "
 
 def canonical_number(value: Any, kind: type) -> Any:
     """Python scalars stay weakly typed under jit, so every sweep point shares one compile."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return kind(value)
     if is_concrete(value) and jnp.ndim(value) == 0:
         return kind(value)
     return value
@@ -590,7 +593,45 @@ class SVTGap(SVTS):
     def release(self, top, noisy_q, noisy_t, x):
         return jnp.where(top, noisy_q - noisy_t, jnp.nan)  # the gap γ_i = q_i + ν_i − (T_i + ρ)
 
+    def _prepare(self, queries, thresholds):
+        q, t = SVTS._prepare(queries, thresholds)
+        if is_concrete((q, t)):
+            _gaps_fit(self, np.asarray(q), np.asarray(t))
+        return q, t
+
     def privacy(self):
         eps1, eps2, _ = (float(x) for x in self.budgets())
         return PureDP("Ding, Wang, Zhang, Kifer 2019, Theorem 4 (Algorithm 2 with σ = ∞, "
                       "Sparse-Vector-with-Gap): ε-DP", eps1 + eps2)
+
+
+def _gaps_fit(mech: SVTGap, q: np.ndarray, t: np.ndarray) -> None:
+    """Refuses queries and thresholds whose released gaps the run's dtype cannot hold.
+
+    A gap q_i + ν_i − (T_i + ρ) is computed from the noisy query and the noisy threshold, so
+    each of those and their difference must stay finite: |q_i| + r_ν, |T_i| + r_ρ and q_i − T_i
+    + r_ν + r_ρ at most the dtype's largest number, with r the room for a scaled variate that
+    ``svtjax._validate.computable`` keeps for every noise (``NOISE_HEADROOM`` times the scale).
+    Queries 3e38 with a threshold −3e38 fit float32, their gaps (6e38) do not.
+
+    Raises:
+      ValueError: one line with the largest gap bound, the dtype's largest number and what to
+        do.
+    """
+    if q.size == 0 or not np.issubdtype(q.dtype, np.floating):
+        return
+    scales = [mech.noises()[s].scale_value for s in ("query", "threshold")]
+    if not is_concrete(scales):  # a traced mechanism: its own checks ran where it was built
+        return
+    room_q, room_t = (_validate.NOISE_HEADROOM * abs(float(b)) for b in scales)
+    with np.errstate(over="ignore", invalid="ignore"):
+        qf, tf = q.astype(np.float64), t.astype(np.float64)
+        widest = max(float(np.max(np.abs(qf))) + room_q, float(np.max(np.abs(tf))) + room_t,
+                     float(np.max(qf - tf)) + room_q + room_t)
+    largest = float(np.finfo(q.dtype).max)
+    if not widest <= largest:
+        raise ValueError(
+            f"svt-gap cannot run in {q.dtype.name}: a released gap q_i + noise - (T_i + noise) "
+            f"can reach {widest:.3g} (queries up to {float(np.max(qf)):.3g}, thresholds down to "
+            f"{float(np.min(tf)):.3g}), more than {q.dtype.name} holds ({largest:.3g}); shift "
+            "or scale the queries and thresholds")
