@@ -69,25 +69,74 @@ def nonnegative(name: str, value: Any) -> Any:
 
 def integer(name: str, value: Any, *, minimum: int = 1, maximum: int = INT32_MAX) -> Any:
     """Checks that ``value`` is a whole number in ``[minimum, maximum]`` (elementwise; the
-    default maximum is :data:`INT32_MAX`, what the kernels' int32 counters hold)."""
+    default maximum is :data:`INT32_MAX`, what the kernels' int32 counters hold). Every refusal
+    states the whole range, whichever end was crossed."""
     if type(value) is int and minimum <= value <= maximum:
         return value
     if not is_concrete(value):
         return value
+    allowed = f"an integer >= {minimum} and <= {maximum}"
     if isinstance(value, bool) or not _is_number_like(value):
-        raise TypeError(f"{name} must be an integer >= {minimum}; got {value!r} of type "
+        raise TypeError(f"{name} must be {allowed}; got {brief(value)} of type "
                         f"{type(value).__name__}")
+    if isinstance(value, (int, np.integer)):  # exact, however large: no float conversion
+        v = int(value)
+        if v < minimum:
+            raise ValueError(f"{name} must be {allowed}; got {v}")
+        if v > maximum:
+            raise ValueError(f"{name} must be {allowed}; got {v} (larger than the kernels' "
+                             "int32 counters hold)")
+        return value
     v = _values(value)
-    f = v.astype(float)
-    if not np.all(np.isfinite(f)) or np.any(f != np.round(f)):
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r} "
-                         "(not a whole number)")
-    if np.any(v < minimum):
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
-    if np.any(v > maximum):
-        raise ValueError(f"{name} must be an integer in [{minimum}, {maximum}]; got {value!r} "
-                         "(larger than the kernels' int32 counters hold)")
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            f = v.astype(float)
+    except OverflowError:  # an object array of Python ints beyond any float
+        raise ValueError(f"{name} must be {allowed}; got {brief(value)} (larger than any "
+                         "float)") from None
+    if np.any(np.isnan(f)) or np.any(np.isfinite(f) & (f != np.round(f))):
+        raise ValueError(f"{name} must be {allowed}; got {brief(value)} (not a whole number)")
+    if np.any(f < minimum):
+        raise ValueError(f"{name} must be {allowed}; got {brief(value)}")
+    if np.any(f > maximum):
+        raise ValueError(f"{name} must be {allowed}; got {brief(value)} (larger than the "
+                         "kernels' int32 counters hold)")
     return value
+
+
+SEED_RANGE = (0, 2**64)
+"""Seeds accepted: integers 0 <= seed < 2**64, each giving its own trials (no two alias)."""
+
+
+def seed(name: str, value: Any) -> int:
+    """Checks a seed: a Python or numpy integer in :data:`SEED_RANGE`; returns it as ``int``.
+
+    A jax PRNG key (new-style, or a legacy ``uint32[2]``) is not a seed: the message says so in
+    one line instead of printing the key's multi-line repr.
+    """
+    if type(value) is int and SEED_RANGE[0] <= value < SEED_RANGE[1]:
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        dtype = str(getattr(value, "dtype", ""))
+        key = dtype.startswith("key<") or (dtype == "uint32" and np.shape(value) == (2,))
+        hint = (" (a jax PRNG key is not a seed: pass the integer the key was made from)"
+                if key else "")
+        raise TypeError(f"{name} must be an integer in [0, 2**64); got {brief(value)}{hint}")
+    value = int(value)
+    if not SEED_RANGE[0] <= value < SEED_RANGE[1]:
+        raise ValueError(f"{name} must be an integer in [0, 2**64) (each seed its own trials); "
+                         f"got {value}")
+    return value
+
+
+def brief(value: Any, limit: int = 80) -> str:
+    """A one-line description of ``value`` for a message: its repr on one line, or for an
+    array whose repr is long or spans lines, its type, shape and dtype."""
+    text = " ".join(repr(value).split())
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if shape is not None and dtype is not None and ("\n" in repr(value) or len(text) > limit):
+        return f"a {type(value).__name__} of shape {tuple(shape)} and dtype {dtype}"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def probability(name: str, value: Any, *, open_low: bool = True, open_high: bool = True) -> Any:
@@ -107,18 +156,35 @@ def probability(name: str, value: Any, *, open_low: bool = True, open_high: bool
     return value
 
 
+REAL_DTYPES = "float32, float64, integer or bool"
+"""What query and threshold arrays may hold: a run computes in float32 or float64 (integers and
+bools are converted); float16, bfloat16, complex, extended-precision and object arrays are
+refused before anything is traced."""
+
+
+def _real_dtype(name: str, dtype: Any) -> None:
+    """Refuses an array dtype outside :data:`REAL_DTYPES`, naming it and what is allowed."""
+    dt = np.dtype(dtype)
+    if dt.kind in "iub" or dt in (np.dtype(np.float32), np.dtype(np.float64)):
+        return
+    if dt.kind == "c":
+        why = " (complex numbers cannot be compared with a threshold)"
+    elif dt.kind in "fV" or dt.name == "bfloat16":
+        why = f" (cast first, e.g. np.asarray({name}, np.float32))"
+    else:
+        why = ""
+    raise TypeError(f"{name} must be an array of {REAL_DTYPES} values; got dtype {dt}{why}")
+
+
 def finite_vector(name: str, value: Any) -> np.ndarray:
-    """Checks a non-empty 1-D array of finite real numbers and returns it as numpy."""
+    """Checks a non-empty 1-D array of finite real numbers of a supported dtype
+    (:data:`REAL_DTYPES`) and returns it as numpy."""
     try:
         arr = np.asarray(value)
     except Exception as err:  # noqa: BLE001 - re-raised with context
         raise TypeError(f"{name} must be a 1-D array of real numbers; got {type(value).__name__}"
                         ) from err
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number)
-                                   or arr.dtype == np.bool_):
-        raise TypeError(f"{name} must be a 1-D array of real numbers; got dtype {arr.dtype}")
-    if np.iscomplexobj(arr):
-        raise TypeError(f"{name} must be real-valued; got complex dtype {arr.dtype}")
+    _real_dtype(name, arr.dtype)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D with shape (n,); got shape {arr.shape}")
     if arr.shape[0] == 0:
@@ -132,11 +198,10 @@ def finite_vector(name: str, value: Any) -> np.ndarray:
 
 
 def thresholds_like(name: str, value: Any, n: int) -> np.ndarray:
-    """Checks a finite scalar or an array shaped ``(n,)``."""
+    """Checks a finite scalar or an array shaped ``(n,)`` of a supported dtype
+    (:data:`REAL_DTYPES`)."""
     arr = np.asarray(value)
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
-        raise TypeError(f"{name} must be a number or an array of shape ({n},); got dtype "
-                        f"{arr.dtype}")
+    _real_dtype(name, arr.dtype)
     if arr.ndim not in (0, 1) or (arr.ndim == 1 and arr.shape[0] != n):
         raise ValueError(f"{name} must be a scalar or have the queries' shape ({n},); got shape "
                          f"{arr.shape}")

@@ -93,13 +93,13 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
-__all__ = ["Pair", "Event", "Bound", "Witness", "AuditResult", "SearchResult",
+__all__ = ["AuditFailure", "Pair", "Event", "Bound", "Witness", "AuditResult", "SearchResult",
            "SimulationSampler", "epsilon_lower_bound", "conditional_lower_bound",
            "candidate_pairs", "check_pair", "output_cells", "family_shapes", "value_edges",
            "count_event", "audit_pair", "search", "audit", "claim", "mechanism_params",
            "format_result", "main", "DEFAULT_CONFIDENCE", "DEFAULT_DELTA", "DEFAULT_CUTOFF",
            "DEFAULT_SECONDS", "NUM_QUERIES", "FAMILIES", "VALUE_GRID", "MAX_CELLS",
-           "SEARCH_SHARE"]
+           "SEARCH_SHARE", "MAX_TRIALS"]
 
 DEFAULT_CONFIDENCE = 0.99
 DEFAULT_DELTA = 1e-6
@@ -133,6 +133,10 @@ one."""
 SEARCH_SHARE = 0.25
 """With a time budget: the share of the time left after compilation given to the search; the
 rest goes to validation, whose size sets the margin of the bound."""
+_INT32_MAX = 2**31 - 1  # svtjax._validate.INT32_MAX (not imported here: it imports jax)
+MAX_TRIALS = _INT32_MAX // 2
+"""Most validation trials per side: with δ = 0 one side may get up to twice as many (a fair coin
+split of both sides' runs), and one ``svtjax.simulate`` call runs at most 2**31 − 1 trials."""
 _PESSIMISM = 0.16  # one-sided 1σ: selection scores use Clopper–Pearson estimates at this level
 _RANK_LEVEL = 0.01  # ~2.3σ: cells are ranked by likelihood-ratio estimates at this level
 _CHECK_LEVEL = 0.5  # point estimates: on fresh samples, the expected validation bound (a
@@ -865,7 +869,12 @@ class SearchResult:
 
 
 def _subseed(seed: int, *tags: int) -> int:
-    return int(np.random.SeedSequence([int(seed) & 0xFFFFFFFF, *tags]).generate_state(1)[0])
+    """The seed of one phase (``tags``) of an audit with ``seed``: both 32-bit halves of the
+    seed are the entropy and the tags the spawn key, so every (seed, tags) has its own stream
+    (seeds s and s + 2**32 differ); 64 bits out, as ``svtjax.simulate`` accepts."""
+    seed = int(seed)
+    return int(np.random.SeedSequence([seed & 0xFFFFFFFF, seed >> 32], spawn_key=tags)
+               .generate_state(1, np.uint64)[0])
 
 
 class _Meter:
@@ -965,7 +974,8 @@ def search(sampler, pairs: Sequence[Pair], *, trials: Optional[int] = None,
         first round, ``SEARCH_SHARE`` of the time left goes to the rounds, the rest to
         validation, sized from the measured trial rate.
       confidence, delta: of the bound (δ = 0: the conditional bound; else Clopper–Pearson).
-      seed: every phase uses seeds derived from it (no two calls share one).
+      seed: an integer in [0, 2**64), as for ``svtjax.simulate`` (all 64 bits used); every
+        phase uses seeds derived from it (no two calls share one).
       log: progress lines (default: none).
 
     Returns:
@@ -986,13 +996,14 @@ def search(sampler, pairs: Sequence[Pair], *, trials: Optional[int] = None,
     if (trials is None) == (seconds is None):
         raise ValueError("give either trials (validation trials per side) or seconds (a time "
                          "budget), not both")
+    seed = _check_seed(seed)
     if seconds is not None:
         seconds = _check_seconds(seconds)
     else:
-        _check_int("trials", trials, 1)
+        _check_int("trials", trials, 1, MAX_TRIALS)
         trials = int(trials)
     if search_trials is not None:
-        _check_int("search_trials", search_trials, 1)
+        _check_int("search_trials", search_trials, 1, _INT32_MAX)
     say = log or (lambda _msg: None)
     start = time.perf_counter()
     chunk = int(getattr(sampler, "chunk_size", CHUNK))
@@ -1028,10 +1039,11 @@ def search(sampler, pairs: Sequence[Pair], *, trials: Optional[int] = None,
         meter(pairs[0], 1, groups[0], chunk, _subseed(seed, 0, 1))
         left = max(seconds - (time.perf_counter() - start), 0.0)
         search_end = time.perf_counter() + SEARCH_SHARE * left
-        n_val = max(chunk, int((1 - SEARCH_SHARE) * left * meter.rate / 2))
+        n_val = min(MAX_TRIALS, max(chunk, int((1 - SEARCH_SHARE) * left * meter.rate / 2)))
         base = int(SEARCH_SHARE * left / rounds_left() * meter.rate / (4 * len(alive)))
         base = max(chunk, base // chunk * chunk, search_trials or 0)
     scored: dict[int, list] = {}
+    max_call = max(chunk, _INT32_MAX // chunk * chunk)
     for rnd in range(64):
         if seconds is not None and rnd > 0:
             left = search_end - time.perf_counter()
@@ -1042,6 +1054,7 @@ def search(sampler, pairs: Sequence[Pair], *, trials: Optional[int] = None,
             n_r = max(n_r, chunk)
         else:
             n_r = base * 2 ** rnd
+        n_r = min(n_r, max_call)  # one simulate call runs at most 2**31 - 1 trials
         for j in alive:
             if rnd == 0:
                 proposal[j] = draw(j, n_r, 0, 0)
@@ -1088,7 +1101,7 @@ def search(sampler, pairs: Sequence[Pair], *, trials: Optional[int] = None,
         # the rate over the whole search: on a shared machine the rate of any one call swings
         # with the load (the validation's size must be fixed before it starts, for the
         # coin-split bound; see conditional_lower_bound)
-        n_val = max(chunk, int(0.95 * left * meter.rate / 2))
+        n_val = min(MAX_TRIALS, max(chunk, int(0.95 * left * meter.rate / 2)))
         # the sizes changed: re-score the winner's proposals for the validation size
         scored[winner] = _checked(proposal[winner], check[winner], n_val, alpha, delta, shapes,
                                   groups[winner], edges)
@@ -1226,6 +1239,11 @@ def _params_of(mech) -> dict[str, Any]:
     return {k: getattr(mech, k) for k in names if hasattr(mech, k)}
 
 
+class AuditFailure(RuntimeError):
+    """An audit that failed while computing, after every input was checked: a bug in svtjax
+    (or in a plugin mechanism), reported with its traceback, never as bad input."""
+
+
 def audit(mech, *, pairs: Optional[Sequence[Pair]] = None, trials: Optional[int] = None,
           search_trials: Optional[int] = None, seconds: Optional[float] = None,
           confidence: float = DEFAULT_CONFIDENCE, delta: Optional[float] = None, seed: int = 0,
@@ -1241,7 +1259,7 @@ def audit(mech, *, pairs: Optional[Sequence[Pair]] = None, trials: Optional[int]
       seconds: wall-clock budget instead of ``trials`` (compilation included).
       confidence: of the lower bound (default 0.99).
       delta: δ of the bound (default: the δ of the mechanism's claim, :func:`claim`).
-      seed: all randomness derives from it.
+      seed: an integer in [0, 2**64) (all 64 bits used); all randomness derives from it.
       num_queries: length of the default candidate pairs.
       log: progress lines.
 
@@ -1257,6 +1275,7 @@ def audit(mech, *, pairs: Optional[Sequence[Pair]] = None, trials: Optional[int]
     if not isinstance(mech, Mechanism):
         raise TypeError("mech must be a mechanism built with svtjax.get(name, ...); "
                         f"got {type(mech).__name__}")
+    seed = _check_seed(seed)
     confidence = _check_confidence(confidence)
     if seconds is not None and trials is not None:
         raise ValueError("give either trials or seconds, not both")
@@ -1265,9 +1284,10 @@ def audit(mech, *, pairs: Optional[Sequence[Pair]] = None, trials: Optional[int]
     if seconds is not None:
         seconds = _check_seconds(seconds)
     else:
-        _check_int("trials", trials, 1)
+        _check_int("trials", trials, 1, MAX_TRIALS)
     if search_trials is not None:
-        _check_int("search_trials", search_trials, 1)
+        _check_int("search_trials", search_trials, 1, _INT32_MAX)
+    _check_computable(mech)  # before anything computes with its parameters
     info = claim(mech)
     delta = info["delta"] if delta is None else _check_delta(delta)
     if pairs is None:
@@ -1279,8 +1299,14 @@ def audit(mech, *, pairs: Optional[Sequence[Pair]] = None, trials: Optional[int]
     if len({p.queries.size for p in checked}) != 1:
         raise ValueError("all candidate pairs must have the same number of queries (pad "
                          "them): one length compiles once")
-    result = search(SimulationSampler(mech), checked, trials=trials, search_trials=search_trials,
-                    seconds=seconds, confidence=confidence, delta=delta, seed=seed, log=log)
+    sampler = SimulationSampler(mech)
+    _check_computable(mech, checked, sampler.edges)
+    try:  # every input is checked above: an error from here on is svtjax's, not the user's
+        result = search(sampler, checked, trials=trials, search_trials=search_trials,
+                        seconds=seconds, confidence=confidence, delta=delta, seed=seed, log=log)
+    except (ValueError, TypeError, LookupError, ArithmeticError) as err:
+        raise AuditFailure(f"the audit of {mech.name} failed after its inputs were checked: "
+                           f"{type(err).__name__}: {err}") from err
     return AuditResult(mech.name, _params_of(mech), info["statement"], info["nominal_epsilon"],
                        info["proven_epsilon"], delta, result.bound, result.witness,
                        result.num_pairs, result.selection_trials, result.validation_trials,
@@ -1294,10 +1320,12 @@ def count_event(mech, queries, thresholds, event: Event, *, trials: int, seed: i
 
     A ``counts`` event counts ⊤ on the item groups it was chosen with (``event.groups``).
     """
-    _check_int("trials", trials, 1)
+    _check_int("trials", trials, 1, _INT32_MAX)
+    seed = _check_seed(seed)
     q = np.asarray(queries, dtype=float)
     groups = _event_groups(event, q.size)
     sampler = SimulationSampler(mech, chunk_size=chunk_size, edges=event.edges)
+    _check_computable(mech, [Pair("count_event", q, q, thresholds)], sampler.edges)
     return event.count(sampler.histograms(q, thresholds, groups, trials, seed))
 
 
@@ -1321,8 +1349,11 @@ def audit_pair(mech, queries, queries_prime, event: Event, *, thresholds=0.0, tr
     """
     confidence = _check_confidence(confidence)
     delta = _check_delta(delta)
-    _check_int("trials", trials, 1)
+    _check_int("trials", trials, 1, MAX_TRIALS)
+    seed = _check_seed(seed)
+    _check_computable(mech)
     q, qp = check_pair(mech, queries, queries_prime, thresholds)
+    _check_computable(mech, [Pair("queries", q, qp, thresholds)])
     if delta == 0.0:
         n1 = int(np.random.default_rng(_subseed(seed, 4)).binomial(2 * trials, 0.5))
         n2 = 2 * trials - n1
@@ -1340,11 +1371,59 @@ def audit_pair(mech, queries, queries_prime, event: Event, *, thresholds=0.0, tr
 # Checks
 # =============================================================================================
 
-def _check_int(name: str, value: Any, minimum: int) -> None:
+def _check_int(name: str, value: Any, minimum: int, maximum: Optional[int] = None) -> None:
+    allowed = f"an integer >= {minimum}" + ("" if maximum is None else f" and <= {maximum}")
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer >= {minimum}; got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value}")
+        raise TypeError(f"{name} must be {allowed}; got {_brief(value)}")
+    if value < minimum or (maximum is not None and value > maximum):
+        raise ValueError(f"{name} must be {allowed}; got {value}")
+
+
+def _brief(value: Any) -> str:
+    from svtjax import _validate
+
+    return _validate.brief(value)
+
+
+def _check_seed(seed: Any, name: str = "seed") -> int:
+    """The seed rule of ``svtjax.simulate``: an integer in [0, 2**64), all 64 bits used."""
+    from svtjax import _validate
+
+    return _validate.seed(name, seed)
+
+
+def _run_dtype() -> np.dtype:
+    """The floating dtype an audit's trials run in: float32 unless ``jax_enable_x64`` is on."""
+    import jax
+
+    return np.dtype(jax.dtypes.canonicalize_dtype(np.float64))
+
+
+def _check_computable(mech, pairs: Sequence[Pair] = (), edges=None) -> None:
+    """Refuses, in one line and before anything is computed, a mechanism, an input pair or value
+    bins that the run's dtype cannot hold (e.g. ε = 1e-40 is below float32's smallest normal
+    number, and bins of 16·Δ/ε then overflow it): checked on the host, so no computation
+    warns first."""
+    from svtjax import _validate
+
+    dtype = _run_dtype()
+    _validate.computable(mech, dtype)
+    name = getattr(mech, "name", "") or type(mech).__name__
+    checks = []
+    for pair in pairs:
+        checks += [(f"a query of input pair {pair.name!r}", pair.queries),
+                   (f"a query of input pair {pair.name!r}", pair.queries_prime),
+                   (f"a threshold of input pair {pair.name!r}", pair.thresholds)]
+    if edges is not None and np.size(edges):
+        magnitude = np.abs(np.asarray(edges, float))
+        checks += [(f"its largest value bin edge ({max(VALUE_GRID):g}·Δ/ε)", magnitude.max()),
+                   ("its smallest non-zero value bin edge",
+                    np.min(magnitude[magnitude > 0], initial=1.0))]
+    try:
+        for label, value in checks:
+            _validate.fits(label, np.asarray(value, float), dtype)
+    except ValueError as err:
+        raise ValueError(f"{name} cannot be audited in {dtype.name}: {err}") from None
 
 
 def _check_confidence(confidence: Any) -> float:
@@ -1434,7 +1513,13 @@ def _parse_value(text: str) -> Any:
         return None
     for family in ("laplace", "gaussian", "exponential", "gumbel"):
         if low.startswith(family + "(") and low.endswith(")"):
-            return getattr(noise, family.capitalize())(float(low[len(family) + 1:-1]))
+            inside = low[len(family) + 1:-1]
+            try:
+                scale = float(inside)
+            except ValueError:
+                raise ValueError(f"cannot parse --param value {text!r}: {family}(SCALE) takes "
+                                 f"a number, e.g. {family}(2.0); got {inside!r}") from None
+            return getattr(noise, family.capitalize())(scale)
     for kind in (int, float):
         try:
             return kind(text)
@@ -1482,7 +1567,16 @@ def _mechanism_from_args(args):
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
             raise ValueError(f"cannot parse --param {item!r}; write KEY=VALUE")
-        extra[key.strip()] = _parse_value(value)
+        key = key.strip()
+        # a second value would silently replace the first (or --epsilon / --c)
+        if key in extra:
+            raise ValueError(f"--param {key} is given more than once; give it once")
+        if key == "epsilon":
+            raise ValueError("give ε with --epsilon, not --param epsilon=...")
+        if key in ("c", "k") and args.c is not None:
+            raise ValueError(f"--param {key}={value} conflicts with --c {args.c}; give the "
+                             "cut-off once")
+        extra[key] = _parse_value(value)
     params = mechanism_params(args.mechanism, args.epsilon, args.c, extra)
     return svtjax.get(args.mechanism, **params)
 
@@ -1490,8 +1584,10 @@ def _mechanism_from_args(args):
 def _run(args) -> AuditResult:
     """Checks the budget arguments, builds the mechanism and audits it (before compiling
     anything, every user error raises ValueError/TypeError)."""
-    if args.trials is not None and args.trials < 1:
-        raise ValueError(f"--trials must be an integer >= 1; got {args.trials}")
+    _check_seed(args.seed, "--seed")
+    if args.trials is not None and not 1 <= args.trials <= MAX_TRIALS:
+        raise ValueError(f"--trials must be an integer from 1 to {MAX_TRIALS}; got "
+                         f"{args.trials}")
     seconds = None
     if args.trials is None:
         seconds = DEFAULT_SECONDS if args.seconds is None else args.seconds
@@ -1515,6 +1611,7 @@ def _run_exact(args) -> str:
         verb = "does" if len(ignored) == 1 else "do"
         raise ValueError(f"{' and '.join(ignored)} {verb} not apply with --exact (no trials are "
                          "run)")
+    _check_seed(args.seed, "--seed")
     from svtjax.exact import audit_report
 
     return audit_report(_mechanism_from_args(args), as_json=args.json)

@@ -571,3 +571,151 @@ def test_command_line_errors_exit_2_with_one_line(capsys, argv, message):
     err = capsys.readouterr().err
     assert message in err, err
     assert len(err.strip().splitlines()) == 1, err
+
+
+# =============================================================================================
+# Issue 58: seeds, sizes and values refused in one line before any work
+# =============================================================================================
+
+def _no_work(monkeypatch):
+    """Makes any search or mechanism building fail loudly: a refusal must come first."""
+    def fail(*args, **kwargs):
+        raise AssertionError("work started before the refusal")
+
+    monkeypatch.setattr(A, "search", fail)
+    monkeypatch.setattr(A, "_mechanism_from_args", fail)
+
+
+def test_audit_seeds_use_all_64_bits():
+    """Issue 58, item 9: ``_subseed`` masked the seed to 32 bits, so seeds 0 and 2**32 gave
+    identical audits. Every phase's seed now differs, and so does the audit (the stand-in
+    sampler draws from numpy with the phase seeds, so identical seeds would give identical
+    counts; different ones differ in every count here)."""
+    tags = [(0, 0), (0, 1), (1, 0, 0, 0, 0), (1, 0, 1, 0, 1), (1, 2, 0, 0), (2,), (3, 0),
+            (3, 1), (4,)]
+    for t in tags:
+        assert A._subseed(0, *t) != A._subseed(2**32, *t), t
+        assert A._subseed(5, *t) != A._subseed(5 + 2**63, *t), t
+    assert len({A._subseed(0, *t) for t in tags}) == len(tags)
+    sampler = _ExactSampler(1.0, "laplace")
+    runs = [A.search(sampler, ONE_QUERY, trials=4000, search_trials=1000, seed=s).bound
+            for s in (0, 2**32)]
+    counts = [(b.count, b.trials, b.count_prime, b.trials_prime) for b in runs]
+    assert counts[0] != counts[1], counts
+
+
+@pytest.mark.parametrize("seed", [-1, 2**64, 2**70])
+def test_python_audit_refuses_seeds_outside_0_to_2_64(seed):
+    """Issue 58, item 9: the seed rule of ``svtjax.simulate`` in every audit entry point."""
+    mech = svtjax.get("lyu-alg1", epsilon=1.0, c=1)
+    pair = A.candidate_pairs(mech)[0]
+    ev = A.Event("first-two", [0], (11, 11))
+    calls = [lambda: A.audit(mech, trials=10, seed=seed),
+             lambda: A.search(_ExactSampler(1.0, "rr"), ONE_QUERY, trials=10, seed=seed),
+             lambda: A.audit_pair(mech, pair.queries, pair.queries_prime, ev, trials=10,
+                                  seed=seed),
+             lambda: A.count_event(mech, pair.queries, 0.0, ev, trials=10, seed=seed)]
+    for call in calls:
+        with pytest.raises(ValueError, match=r"^seed must be an integer in \[0, 2\*\*64\)"):
+            call()
+
+
+def test_python_audit_refuses_a_jax_key_as_seed_in_one_line():
+    """Issue 58, item 16: a key passed as ``seed`` is one line saying what a seed is."""
+    import jax
+
+    mech = svtjax.get("lyu-alg1", epsilon=1.0, c=1)
+    for key in (jax.random.key(0), jax.random.PRNGKey(0)):
+        with pytest.raises(TypeError) as err:
+            A.audit(mech, trials=10, seed=key)
+        text = str(err.value)
+        assert text.startswith("seed must be an integer in [0, 2**64)") and "\n" not in text
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["lyu-alg1", "--epsilon", "1", "--trials", "10", "--seed", "-1"],
+     "--seed must be an integer in [0, 2**64)"),
+    (["lyu-alg1", "--epsilon", "1", "--trials", "10", "--seed", str(2**64)],
+     "--seed must be an integer in [0, 2**64)"),
+    (["lyu-alg1", "--epsilon", "1", "--exact", "--seed", "-1"],
+     "--seed must be an integer in [0, 2**64)"),
+    (["lyu-alg1", "--epsilon", "1", "--trials", "3000000000"],
+     "--trials must be an integer from 1 to 1073741823; got 3000000000"),
+    (["lyu-alg1", "--epsilon", "1", "--trials", str(10**20)],
+     f"--trials must be an integer from 1 to 1073741823; got {10**20}"),
+    (["lyu-alg1", "--epsilon", "1", "--trials", "-5"],
+     "--trials must be an integer from 1 to 1073741823; got -5"),
+    (["lyu-alg1", "--epsilon", "1", "--trials", "10", "--param", "query_noise=laplace(x)"],
+     "laplace(SCALE) takes a number, e.g. laplace(2.0); got 'x'"),
+])
+def test_command_line_refuses_before_any_work(capsys, monkeypatch, argv, message):
+    """Issue 58, items 9 and 16: ``--seed -1`` and ``2**64`` were accepted (and ran an audit),
+    ``--trials 3000000000`` started a search that could never validate, ``--trials 10**20``
+    was refused with a number derived from it; a noise scale that is not a number read
+    "could not convert string to float". Each is now one line, exit 2, before anything runs
+    (through ``svtjax audit`` too)."""
+    from svtjax import cli
+
+    if "laplace(x)" not in argv[-1]:
+        _no_work(monkeypatch)
+    for run in (A.main, lambda a: cli.main(["audit", *a])):
+        assert run(argv) == 2
+        err = capsys.readouterr().err
+        assert message in err, err
+        assert len(err.strip().splitlines()) == 1, err
+
+
+def test_python_audit_trials_state_their_range(monkeypatch):
+    """Issue 58, item 16: validation trials beyond what one simulate call can run (2**31 − 1
+    trials, and twice the per-side number on one side for δ = 0) were accepted and failed
+    only after the search; the refusal states the range, before any work."""
+    _no_work(monkeypatch)
+    mech = svtjax.get("lyu-alg1", epsilon=1.0, c=1)
+    for bad in (2**31, 0):
+        with pytest.raises(ValueError, match=r"^trials must be an integer >= 1 and <= "
+                                             r"1073741823; got"):
+            A.audit(mech, trials=bad)
+    with pytest.raises(ValueError, match=r"search_trials must be an integer >= 1 and <= "
+                                         r"2147483647"):
+        A.audit(mech, trials=10, search_trials=2**31)
+
+
+def test_tiny_epsilon_is_refused_before_anything_warns(capsys, monkeypatch):
+    """Issue 58, item 16: ``svtjax audit NAME --epsilon 1e-40`` printed numpy's "overflow
+    encountered in cast" RuntimeWarning (the value bins at 16·Δ/ε) before the refusal; the
+    values are checked on the host first. (The tests run with x64 on; the command line runs
+    in float32, as here.)"""
+    import warnings
+
+    import jax
+
+    monkeypatch.setattr(A, "search", lambda *a, **k: pytest.fail("the search started"))
+    with jax.enable_x64(False), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert A.main(["lyu-alg1", "--epsilon", "1e-40", "--trials", "10"]) == 2
+        # bins beyond float32 although the mechanism itself fits: refused just the same
+        assert A.main(["lyu-alg1", "--epsilon", "3e37", "--trials", "10"]) == 2
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)], \
+        [str(w.message) for w in caught]
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2, lines
+    assert "epsilon = 1e-40 is below float32's smallest normal number" in lines[0]
+    assert "cannot be audited in float32: its smallest non-zero value bin edge" in lines[1]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["lyu-alg1", "--epsilon", "1", "--c", "2", "--param", "c=3", "--trials", "10"],
+     "--param c=3 conflicts with --c 2"),
+    (["lyu-alg1", "--epsilon", "1", "--param", "epsilon=0.5", "--trials", "10"],
+     "give ε with --epsilon"),
+    (["lyu-alg1", "--epsilon", "1", "--param", "sensitivity=2", "--param", "sensitivity=3",
+      "--trials", "10"], "--param sensitivity is given more than once"),
+])
+def test_command_line_refuses_conflicting_parameters(capsys, monkeypatch, argv, message):
+    """Issue 58 (as item 6 for ``simulate``): ``--c 2 --param c=3`` audited c = 3, ``--param
+    epsilon=0.5`` replaced ``--epsilon``, and a repeated ``--param`` kept the last value, all
+    without a word. Each is one line, exit 2, before anything runs."""
+    monkeypatch.setattr(A, "search", lambda *a, **k: pytest.fail("the search started"))
+    assert A.main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err

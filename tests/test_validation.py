@@ -80,7 +80,7 @@ MECHANISM_ERRORS = [
     ("svt-exp", dict(epsilon=1.0, c=3, correction="value", correction_value="x"), ValueError,
      "correction_value must be a finite number"),
     ("svt-s", dict(epsilon=1.0, c=2**40), ValueError,
-     r"c must be an integer in \[1, 2147483647\].*int32"),
+     r"c must be an integer >= 1 and <= 2147483647; got 1099511627776 \(.*int32"),
     ("svt-s", dict(epsilon=1e-320, c=3), ValueError, "svt-s cannot run in float64: epsilon"),
     ("lyu-alg1", dict(epsilon=1.0, c=3, sensitivity=1e-320), ValueError,
      "cannot run in float64: sensitivity"),
@@ -124,7 +124,7 @@ def test_parameters_say_which_are_required():
     """Issue 20, item 6: ``parameters()`` shows svt-exp's correction_k (and c, and epsilon
     without an explicit split) as required instead of a bare None default."""
     exp = svtjax.mechanisms.parameters("svt-exp")
-    assert exp["correction_k"] == "REQUIRED when correction='optimal' (the default)"
+    assert exp["correction_k"].startswith("REQUIRED when correction='optimal' (the default)")
     assert exp["c"] == "REQUIRED"
     assert exp["epsilon"].startswith("REQUIRED when allocation is not an explicit")
     assert svtjax.mechanisms.parameters("svt-s")["c"] == "REQUIRED"
@@ -186,3 +186,75 @@ def test_did_you_mean():
         svtjax.datasets.load("Zipff")
     with pytest.raises(ValueError, match="unknown argument\\(s\\) \\['nn'\\] \\(did you mean 'n'"):
         svtjax.datasets.load("zipf", nn=10)
+
+
+UNSUPPORTED_DTYPES = ["float16", "bfloat16", "complex64", "complex128", "object", "str"]
+
+
+def _unsupported(dtype):
+    import ml_dtypes
+
+    if dtype == "bfloat16":
+        return np.asarray(Q, ml_dtypes.bfloat16)
+    if dtype == "object":
+        return np.array([3.0, 1, 2.0, 0.5], dtype=object)
+    if dtype == "str":
+        return np.array(["3", "1", "2", "0.5"])
+    return Q.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", UNSUPPORTED_DTYPES)
+def test_unsupported_array_dtypes_are_refused_before_tracing(dtype):
+    """Issue 58, item 14: float16 queries passed validation and failed inside tracing with an
+    internal message ("Changing the dtype of a 0d array ..."). Every public entry point that
+    takes query or score arrays refuses a dtype outside float32/float64/integer/bool in one
+    line naming it and what is allowed, before anything compiles; thresholds likewise."""
+    import jax
+
+    from svtjax import exact, metrics
+
+    mech, bad = _mech(), _unsupported(dtype)
+    shown = str(bad.dtype)
+    before = sim.run_chunk._cache_size()
+    calls = [lambda: svtjax.simulate(mech, bad, 1.0, trials=3),
+             lambda: svtjax.simulate(mech, Q, bad, trials=3),
+             lambda: mech(jax.random.key(0), bad, 1.0),
+             lambda: exact.selection_law(mech, bad, 1.0),
+             lambda: metrics.f1(np.array([[0, 1]]), bad, 2)]
+    for i, call in enumerate(calls):
+        with pytest.raises(TypeError) as err:
+            call()
+        text = str(err.value)
+        assert "\n" not in text, (i, text)
+        assert f"got dtype {shown}" in text, (i, text)
+        assert "float32, float64, integer or bool" in text, (i, text)
+    assert sim.run_chunk._cache_size() == before
+    if dtype == "float16":  # what the rule keeps: integers and bools, converted as before
+        for q in (Q.astype(np.int32), Q.astype(np.int64) > 1):
+            assert svtjax.simulate(mech, q, 1.0, trials=3).answers.shape[0] == 3
+
+
+def test_a_jax_key_passed_as_seed_is_refused_in_one_line():
+    """Issue 58, item 16: a jax PRNG key passed as ``seed`` gave a two-line message (the key's
+    repr); it is one line saying what a seed is, for new-style and legacy keys alike."""
+    import jax
+
+    for key in (jax.random.key(0), jax.random.PRNGKey(0)):
+        with pytest.raises(TypeError) as err:
+            svtjax.simulate(_mech(), Q, 1.0, trials=3, seed=key)
+        text = str(err.value)
+        assert "\n" not in text and "seed must be an integer in [0, 2**64)" in text, text
+        assert "PRNG key is not a seed" in text, text
+
+
+@pytest.mark.parametrize("value", [0, -5, 2**40, 10**400, 2.5, 1e400, "3", np.int64(2**40)],
+                         ids=["0", "-5", "2**40", "10**400", "2.5", "1e400", "str", "np-2**40"])
+def test_integer_refusals_state_the_whole_range(value):
+    """Issue 58, item 16: an integer parameter outside its range was refused as "must be an
+    integer >= 1" (1e400 included: it reads as not a whole number), and 10**400 raised a bare
+    OverflowError; every refusal now states the range, in one line."""
+    with pytest.raises((TypeError, ValueError)) as err:
+        svtjax.get("lyu-alg1", epsilon=1.0, c=value)
+    text = str(err.value)
+    assert text.startswith("c must be an integer >= 1 and <= 2147483647; got "), text
+    assert "\n" not in text
