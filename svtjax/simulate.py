@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from svtjax import _rng, _validate
+from svtjax import _interrupt, _rng, _validate
 from svtjax._core import Outcome
 from svtjax.mechanisms import _engine
 from svtjax.mechanisms.base import Mechanism
@@ -43,7 +43,7 @@ ACCELERATOR_MEMORY_BUDGET = 2 * 2**30
 what fill an accelerator (on an H200, a 2 GiB budget ran the 10^6-trial sweep benchmark ~5x
 faster than 256 MiB; benchmarks/results/sweep-memory-*-gpu-*.json)."""
 
-SEED_RANGE = (0, 2**64)
+SEED_RANGE = _validate.SEED_RANGE
 """Seeds accepted: integers 0 <= seed < 2**64, each giving its own trials (no two alias)."""
 
 AUX_STREAM = 2**32 - 1
@@ -60,12 +60,7 @@ def seed_key(seed: int) -> jax.Array:
     Raises:
       TypeError / ValueError: not an integer, or outside [0, 2**64).
     """
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"seed must be an integer in [0, 2**64); got {seed!r}")
-    seed = int(seed)
-    if not SEED_RANGE[0] <= seed < SEED_RANGE[1]:
-        raise ValueError(f"seed must be an integer in [0, 2**64) (each seed its own trials); got "
-                         f"{seed}")
+    seed = _validate.seed("seed", seed)  # one line, also for a jax key passed as a seed
     return _root_key(seed, str(jax.config.jax_default_prng_impl))
 
 
@@ -332,7 +327,10 @@ def simulate(mech: Mechanism, queries, thresholds, *, trials: int, seed: int = 0
         shuffle drawn from the trial key); ``Outcome.items`` maps positions back to the caller's
         indices.
       chunk_size: trials per compiled chunk (default: as many as fit ``MEMORY_BUDGET``). The
-        result does not depend on it.
+        Outcomes do not depend on it, nor do a reducer's integer sums; a reducer's float sums
+        are added chunk by chunk, so their last bits follow the chunking (return integer
+        counts, or use ``svtjax.sweep``, whose built-in metrics are bit-identical across
+        chunk sizes, where that matters).
       reduce: optional pure function of a batch of Outcomes (leading trial axis) returning a
         pytree of per-trial arrays (leading trial axis); it is applied inside each compiled chunk
         and ``simulate`` returns the sum over all trials of each leaf, so memory stays
@@ -413,6 +411,7 @@ def simulate(mech: Mechanism, queries, thresholds, *, trials: int, seed: int = 0
     total = None
     pieces = []
     for start in starts:
+        _interrupt.check()  # the svtjax command's Ctrl-C, even if its exception was swallowed
         out = run(mech, q, t, root, start, trials, wrapped)
         if reduce is None:
             pieces.append(out)

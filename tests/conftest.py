@@ -98,10 +98,22 @@ def pytest_collection_modifyitems(config, items):
     files first the run ends on short tests and both workers finish together; in the order of
     the file names the last long file (``test_sweep.py``) kept one worker busy alone at the end
     (per-worker test time 269 s and 291 s in the profile above). The order changes no result:
-    every test is independent of the others (xdist already runs them in any order)."""
-    del config
+    every test is independent of the others (xdist already runs them in any order).
+
+    Tests marked ``slow`` (stress tests of minutes) are skipped unless ``--runslow`` is given
+    or ``SVTJAX_SLOW=1`` is set."""
+    if not (config.getoption("--runslow") or os.environ.get("SVTJAX_SLOW") == "1"):
+        skip = pytest.mark.skip(reason="slow: run with --runslow or SVTJAX_SLOW=1")
+        for item in items:
+            if "slow" in item.keywords:
+                item.add_marker(skip)
     rank = {name: i for i, name in enumerate(HEAVY_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
+def pytest_addoption(parser):
+    parser.addoption("--runslow", action="store_true", default=False,
+                     help="also run the tests marked slow (stress tests of minutes)")
 
 
 @pytest.fixture
