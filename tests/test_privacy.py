@@ -63,7 +63,10 @@ PRIVACY_CASES = {"lyu-alg1", "dpbook", "roth11", "lee-clifton", "stoddard", "che
                  # Zhu & Wang'20: tests/test_generalized_svt.py
                  "generalized-svt", "stagewise-svt",
                  # Liu'24 Theorem 3: tests/test_svt_exp.py
-                 "svt-exp"}
+                 "svt-exp",
+                 # McKenna & Sheldon'20, Ding et al.'21, Durfee & Rogers'19:
+                 # tests/test_selection_baselines.py
+                 "permute-and-flip", "report-noisy-max-exp", "gumbel-top-k"}
 
 
 def test_every_registered_mechanism_has_a_privacy_test():

@@ -22,6 +22,8 @@ Public API:
   neighbouring short streams, and the exact max log-ratio (``svtjax audit NAME --exact``).
 * :func:`law`, :func:`law_at_share`, :class:`ThresholdLaw`, :func:`quadrature` — the adapter
   and the rule, for differentiating with respect to a traced share.
+* :func:`picks_law`, :func:`round_law` — the ordered picks of the peeling selection mechanisms
+  (em-peeling, gumbel-top-k, permute-and-flip, report-noisy-max-exp), host-side float64.
 
 Supported (:func:`supported`): every registered rule that runs Lyu'17's Figure 1 loop unchanged
 (a ``Figure1`` subclass without a custom step) in one pass — lyu-alg1, dpbook (fixed order),
@@ -50,6 +52,7 @@ from svtjax.exact._api import (
     selection_laws,
     selection_probabilities,
 )
+from svtjax.exact._picks import picks_law, picks_law_supported, round_law
 from svtjax.exact._privacy import (
     PrivacyLoss,
     audit,
@@ -83,4 +86,7 @@ __all__ = [
     "audit",
     "format_audit",
     "audit_report",
+    "picks_law",
+    "picks_law_supported",
+    "round_law",
 ]

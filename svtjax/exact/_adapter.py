@@ -94,7 +94,8 @@ def supported() -> list[str]:
 def _unsupported(name: Any, why: str) -> ValueError:
     return ValueError(f"svtjax.exact: {why}; supported: single-pass Figure 1 (Lyu'17) rules "
                       f"without a custom step, i.e. {', '.join(supported())} (one pass; "
-                      "resampling in fixed order only)")
+                      "resampling in fixed order only); the ordered picks of the peeling "
+                      "selection mechanisms: svtjax.exact.picks_law")
 
 
 def _concrete_int(name: str, value: Any, mech_name: str) -> int:

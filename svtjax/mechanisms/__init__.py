@@ -12,12 +12,14 @@
 # Importing a family module registers its mechanisms; the import order is the registry order
 # (DESIGN.md's table): classic (Lyu'17 Algorithms 1-7, svt-retr, svt-gap), selection
 # (em-peeling, report-noisy-max, noisy-top-k-gap), adaptive (adaptive-svt-gap), exponential
-# (svt-exp), generalized (generalized-svt, stagewise-svt).
+# (svt-exp), generalized (generalized-svt, stagewise-svt), flip (permute-and-flip,
+# report-noisy-max-exp, gumbel-top-k).
 from svtjax.mechanisms import classic  # noqa: F401, I001
 from svtjax.mechanisms import selection  # noqa: F401, I001
 from svtjax.mechanisms import adaptive  # noqa: F401, I001
 from svtjax.mechanisms import exponential  # noqa: F401, I001
 from svtjax.mechanisms import generalized  # noqa: F401, I001
+from svtjax.mechanisms import flip  # noqa: F401, I001
 from svtjax._pytree import static_field
 from svtjax.mechanisms.base import (
     BLOCK,
