@@ -8,7 +8,9 @@ directory, or where ``SVTJAX_EXPERIMENTS`` points).
 
 Each experiment is a module of this folder with a ``main(argv) -> int`` entry point accepting
 ``--quick`` / ``--paper``, ``--trials N`` and ``--out DIR``; see ``README.md`` beside this file
-for what each writes. Every module here whose name does not start with ``_`` is an experiment.
+for what each writes. Every module here whose name does not start with ``_`` is an experiment,
+except the tools in :data:`TOOLS` (``python -m experiments.verify OUT`` recomputes every claims
+table under OUT from its CSVs).
 """
 
 from __future__ import annotations
@@ -27,10 +29,16 @@ ORDER = ("optimal_allocation", "audit", "lyu2017", "ding2019", "liu2024", "zhu_w
 
 HERE = pathlib.Path(__file__).resolve().parent
 
+#: Modules of this folder that are tools, not experiments: ``python -m experiments.verify OUT``
+#: recomputes every claims table under OUT from its CSVs.
+TOOLS = ("verify",)
+
 
 def names() -> list[str]:
-    """Every experiment in this folder (modules not starting with ``_``), in run order."""
-    found = {p.stem for p in HERE.glob("*.py") if not p.stem.startswith("_")}
+    """Every experiment in this folder (modules not starting with ``_``, except
+    :data:`TOOLS`), in run order."""
+    found = {p.stem for p in HERE.glob("*.py")
+             if not p.stem.startswith("_") and p.stem not in TOOLS}
     return [n for n in ORDER if n in found] + sorted(found - set(ORDER))
 
 

@@ -1,7 +1,7 @@
 """Pieces every experiment script shares: the command line (one-line errors, exit status 2),
 loading the datasets available offline, turning on the persistent compilation cache the way the
 ``svtjax`` command line does, small adapters to the sweep engine (``svtjax.sweep``), the
-family-wise multiple-comparison procedure and the claims table every summary ends with.
+family-wise multiple-comparison procedure (the claims themselves: ``_claims``).
 
 Public svtjax API only (``svtjax.datasets.canonical`` / ``is_synthetic``, ``svtjax.sweep``).
 """
@@ -39,12 +39,27 @@ def count_at_least(minimum: int):
     return parse
 
 
+def prog_name(name: str) -> str:
+    """How experiment ``name`` was started, for its usage line: ``python -m
+    experiments.NAME``, ``python PATH/NAME.py``, or (called from the command line's
+    ``reproduce``) ``svtjax reproduce NAME``."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and spec.name == f"experiments.{name}":
+        return f"python -m experiments.{name}"
+    script = getattr(main, "__file__", None) or ""
+    if spec is None and os.path.basename(script) == f"{name}.py":
+        shown = sys.argv[0] if os.path.basename(sys.argv[0]) == f"{name}.py" else script
+        return f"python {shown}"
+    return f"svtjax reproduce {name}"
+
+
 def experiment_parser(name: str, description: str, *, quick: str, paper: str, trials: str,
                       out: str, min_trials: int = 1) -> ArgumentParser:
     """The parser of experiment ``name`` with the options every experiment takes: ``--quick``
     | ``--paper``, ``--trials N`` (an integer >= ``min_trials``; 0 and negative numbers are
     refused, never replaced by the default), ``--out DIR`` and ``--seed``."""
-    parser = ArgumentParser(prog=f"svtjax reproduce {name}", description=description)
+    parser = ArgumentParser(prog=prog_name(name), description=description)
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help=quick)
     mode.add_argument("--paper", action="store_true", help=paper)
@@ -145,6 +160,27 @@ def dumps(value: Any) -> str:
     return json.dumps(jsonable(value))
 
 
+def fit_unit_axis(ax, values, span: float = 20.0) -> None:
+    """A y-axis for a metric in [0, 1] that shows its data: the data's range (padded) rather
+    than 0-1 when every value is small, and a log axis (symlog when zeros are present) when
+    the positive values span more than ``span``×, so curves near zero are not drawn flat."""
+    vals = [float(v) for v in values if math.isfinite(float(v))]
+    if not vals:
+        return
+    lo, hi = min(vals), max(vals)
+    pos = [v for v in vals if v > 0]
+    if pos and max(pos) / min(pos) > span:
+        if lo > 0:
+            ax.set_yscale("log")
+            ax.set_ylim(min(pos) / 1.5, min(1.5, hi * 1.5))
+        else:
+            ax.set_yscale("symlog", linthresh=min(pos))
+            ax.set_ylim(0.0, min(1.5, hi * 1.5))
+        return
+    pad = max(0.01, 0.08 * (hi - lo))
+    ax.set_ylim(max(-0.02, lo - pad), min(1.02, hi + pad))
+
+
 # ---------------------------------------------------------------------------------------------
 # Multiple comparisons
 # ---------------------------------------------------------------------------------------------
@@ -179,61 +215,6 @@ def two_sided_p(z: float) -> float:
 def one_sided_p(z: float) -> float:
     """P(Z >= z) for a standard normal Z."""
     return 0.5 * math.erfc(z / math.sqrt(2.0))
-
-
-# ---------------------------------------------------------------------------------------------
-# Claims tables
-# ---------------------------------------------------------------------------------------------
-VERDICTS = ("agree", "partly", "disagree", "not checked")
-
-
-def claim(claim: str, paper: str, ours: str, tolerance: str, verdict: str,
-          explanation: str = "") -> dict[str, str]:
-    """One row of an experiment's claims table.
-
-    Args:
-      claim: what the paper states (quoted or paraphrased, with its section / figure).
-      paper: the paper's number or statement.
-      ours: the number or fact we measured, with its uncertainty.
-      tolerance: the criterion the verdict applies (e.g. "|diff| < 3 SE").
-      verdict: one of :data:`VERDICTS`.
-      explanation: required for every verdict other than ``"agree"``.
-
-    Raises:
-      ValueError: an unknown verdict, or a disagreement without an explanation.
-    """
-    if verdict not in VERDICTS:
-        raise ValueError(f"verdict must be one of {VERDICTS}; got {verdict!r}")
-    if verdict != "agree" and not explanation.strip():
-        raise ValueError(f"the claim {claim!r} has verdict {verdict!r} and no explanation")
-    return {"claim": claim, "paper": paper, "ours": ours, "tolerance": tolerance,
-            "verdict": verdict, "explanation": explanation}
-
-
-def claims_markdown(rows: Sequence[dict[str, str]]) -> str:
-    """The claims table: paper claim, paper's number, ours, tolerance, verdict, explanation."""
-    def cell(text: str) -> str:
-        return " ".join(str(text).split()).replace("|", "\\|")
-
-    lines = ["| # | paper's claim | paper | ours | tolerance | verdict | explanation |",
-             "|---|---|---|---|---|---|---|"]
-    for i, r in enumerate(rows, 1):
-        lines.append(f"| {i} | {cell(r['claim'])} | {cell(r['paper'])} | {cell(r['ours'])} | "
-                     f"{cell(r['tolerance'])} | **{r['verdict']}** | "
-                     f"{cell(r['explanation']) or '—'} |")
-    counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
-    lines += ["", "Verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n) + "."]
-    return "\n".join(lines)
-
-
-def write_claims_csv(rows: Sequence[dict[str, str]], path: str) -> None:
-    import csv
-
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=["claim", "paper", "ours", "tolerance", "verdict",
-                                          "explanation"], lineterminator="\n")
-        w.writeheader()
-        w.writerows(rows)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import pytest
 import svtjax
 from experiments import audit as experiment
 from svtjax import audit as A
+from tests.test_verify import assert_verifies_and_catches_tampering
 
 
 def test_every_registered_mechanism_has_audit_parameters():
@@ -82,13 +83,12 @@ def test_tiny_real_run_writes_outputs(tmp_path, capsys):
         assert validation == 2 * 20000  # a conditional bound splits them by a coin
         assert int(r["total_trials"]) == int(r["selection_trials"]) + validation
     with open(out / "claims.csv", encoding="utf-8") as f:
-        claims = {c["claim"]: c for c in csv.DictReader(f)}
-    (stoddard,) = [c for c in claims.values() if c["claim"].startswith("Lyu'17 Alg. 5")]
-    assert stoddard["verdict"] == "agree"  # flagged, as Lyu'17 proves
-    (roth,) = [c for c in claims.values() if c["claim"].startswith("Lyu'17 Alg. 3")]
-    assert roth["verdict"] == "not checked"  # not in --mechanisms
-    (rest,) = [c for c in claims.values() if c["claim"].startswith("Every other")]
-    assert rest["verdict"] == "agree" and "1 mechanisms audited" in rest["ours"]
+        claims = {c["id"]: c for c in csv.DictReader(f)}
+    assert claims["audit-stoddard"]["verdict"] == "agree"  # flagged, as Lyu'17 proves
+    assert claims["audit-roth11"]["verdict"] == "not checked"  # not in --mechanisms
+    rest = claims["audit-proven"]
+    assert rest["verdict"] == "agree" and rest["family_size"] == "1"
+    assert_verifies_and_catches_tampering(str(out), capsys)
     md = (out / "audit.md").read_text(encoding="utf-8")
     assert "| stoddard |" in md and "| em-peeling |" in md and "## Witnesses" in md
     assert md.strip() in printed

@@ -161,6 +161,19 @@ def test_every_experiment_refuses_non_positive_trials(name, trials, capsys):
     assert err.count("\n") == 1 and "--trials" in err and "must be an integer >=" in err
 
 
+@pytest.mark.parametrize("how", ["module", "script"])
+def test_entry_points_work_and_name_themselves(how):
+    """Issue 59 item 19: ``python experiments/lyu2017.py`` failed on its relative imports and
+    ``python -m experiments.lyu2017 --help`` called itself ``svtjax reproduce lyu2017``."""
+    args = (["-m", "experiments.lyu2017"] if how == "module" else
+            [os.path.join("experiments", "lyu2017.py")])
+    res = subprocess.run([sys.executable, *args, "--help"], capture_output=True, text=True,
+                         timeout=600, cwd=ROOT)
+    assert res.returncode == 0, res.stderr
+    shown = "-m experiments.lyu2017" if how == "module" else args[0]
+    assert res.stdout.startswith(f"usage: python {shown} "), res.stdout[:80]
+
+
 def test_experiments_use_public_api_only():
     """No private svtjax name (``svtjax._x``, ``svtjax.mod._x``, ``mech._x``), no global
     registration, no ``scales()`` / ``budgets()`` / ``spec()`` internals in experiments/."""

@@ -1,5 +1,5 @@
 """experiments/_common.py: Holm's procedure (its family-wise error on a null simulation), the
-claims table's rules, and row grouping that never loses a label."""
+claims table's rules (experiments._claims), and row grouping that never loses a label."""
 
 import math
 
@@ -45,16 +45,19 @@ def test_p_values():
     assert _common.one_sided_p(-math.inf) == 1.0 and _common.one_sided_p(math.inf) == 0.0
 
 
-def test_claims_need_an_explanation_for_every_disagreement():
-    row = _common.claim("c", "1", "2", "±1", "agree")
-    assert row["verdict"] == "agree"
-    with pytest.raises(ValueError, match="no explanation"):
-        _common.claim("c", "1", "3", "±1", "disagree")
-    with pytest.raises(ValueError, match="verdict must be one of"):
-        _common.claim("c", "1", "3", "±1", "fine", "x")
-    text = _common.claims_markdown([row, _common.claim("d|e", "1", "3", "±1", "partly", "why")])
-    assert "| 2 | d\\|e | 1 | 3 | ±1 | **partly** | why |" in text
-    assert text.endswith("Verdicts: 1 agree, 1 partly.")
+def test_claims_table_explains_every_verdict_but_agree(tmp_path):
+    from experiments._claims import Claim, Part, const, evaluate, markdown
+
+    up = Part("greater", "all").add("x", const(2.0), const(1.0))
+    down = Part("greater", "all").add("y", const(1.0), const(2.0))
+    rows = evaluate([Claim("a-1", "it | rises", "P, Sec. 1", "line 1", "q", "t", "c", [up]),
+                     Claim("a-2", "it falls", "P, Sec. 2", "line 2", "q", "t", "c", [down])],
+                    str(tmp_path))
+    assert [r["verdict"] for r in rows] == ["agree", "disagree"]
+    assert rows[0]["explanation"] == "" and "1 contradicts" in rows[1]["explanation"]
+    text = markdown(rows)
+    assert "“it \\| rises”" in text and "| a-1 (1) |" in text
+    assert "Verdicts: 1 agree, 1 disagree." in text
 
 
 def test_group_rows_refuses_to_lose_a_row():
@@ -71,3 +74,21 @@ def test_jsonable_parameters():
     out = _common.dumps({"c": np.int64(3), "x": (1.5, np.float32(2.0)), "n": Laplace(2.0),
                          "bad": float("nan")})
     assert '"c": 3' in out and '"x": [1.5, 2.0]' in out and "Laplace" in out and "nan" in out
+
+
+def test_unit_axis_shows_small_and_wide_ranges():
+    """Issue 59 item 16: Figure 8's panels at ε = 0.1 (every NCR <= 0.08) were drawn on a 0-1
+    axis and Figure 7's Zipf/Binary (0.004-1) on a linear one; the axis now fits the data."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (small, wide, zeros) = plt.subplots(1, 3)
+    _common.fit_unit_axis(small, [0.01, 0.05, 0.08])
+    assert small.get_yscale() == "linear" and small.get_ylim()[1] < 0.1
+    _common.fit_unit_axis(wide, [0.004, 0.2, 1.0])
+    assert wide.get_yscale() == "log" and wide.get_ylim()[0] < 0.004
+    _common.fit_unit_axis(zeros, [0.0, 0.004, 1.0])
+    assert zeros.get_yscale() == "symlog"
+    plt.close(fig)

@@ -8,8 +8,9 @@ import sys
 import pytest
 
 from experiments import ding2019, load, names
-from experiments._common import VERDICTS
+from experiments._claims import VERDICTS, evaluate
 from svtjax import datasets, estimators
+from tests.test_verify import assert_verifies_and_catches_tampering
 
 
 @pytest.fixture(scope="module")
@@ -88,9 +89,9 @@ def test_adaptive_columns_are_sane(tiny):
         assert abs(r["rule_difference"]) <= 4.5 * r["rule_difference_se"] + 1e-12, r
 
 
-def test_summary_has_the_comparison(tiny):
+def test_summary_has_the_comparison(tiny, capsys):
     _, _, _, text, out = tiny
-    assert "## Claims checked" in text and "| # | paper's claim | paper | ours |" in text
+    assert "## Claims checked" in text and "| id | paper's words (location) |" in text
     with open(out / "claims.csv") as f:
         claims = list(csv.DictReader(f))
     assert len(claims) >= 10 and all(c["verdict"] in VERDICTS for c in claims)
@@ -104,6 +105,30 @@ def test_summary_has_the_comparison(tiny):
         assert quote in text, quote
     assert text.count("empirical and theoretical improvement curves") == 2  # one dataset
     assert "AGREE within Monte Carlo error" in text or "DO NOT agree within" in text
+    assert_verifies_and_catches_tampering(str(out), capsys)
+
+
+def test_stability_is_an_effect_size_not_a_homogeneity_test(tmp_path):
+    """Issue 59 item 5: Fig. 2's 'stable for different ε' was disagree from a χ² test driven
+    by one 3.7-SD draw (43.73% against 45.00%). Stability is now a stated effect size: every ε
+    within 2 points of the ε-independent theory; one such draw stays within it."""
+    eps = [0.1 * i for i in range(1, 16)]
+    rows = [dict(dataset="t40i10d100k", figure=2, mechanism="noisy-top-k-gap", epsilon=e,
+                 k=10, improvement_pct=(43.73 if i == 4 else 44.8 + 0.02 * (i % 3)),
+                 improvement_se_pct=0.34, theory_pct=45.0) for i, e in enumerate(eps)]
+    ding2019.write_csv(rows, ding2019.MSE_FIELDS, str(tmp_path / "mse.csv"))
+    got = {r["id"]: r for r in evaluate(
+        ding2019.claims({"mse": rows, "adaptive": [], "missing": {}}, ding2019.Config()),
+        str(tmp_path))}
+    stable = got["ding-stable-noisy-top-k-gap"]
+    assert stable["verdict"] == "partly"  # agrees on T40I10D100K; BMS-POS, Kosarak not run
+    assert "15 supports" in stable["ours"] and "2 points" in stable["tolerance"]
+    rows[4]["improvement_pct"] = 41.0  # 4 points off, beyond noise: contradicts
+    ding2019.write_csv(rows, ding2019.MSE_FIELDS, str(tmp_path / "mse.csv"))
+    got = {r["id"]: r for r in evaluate(
+        ding2019.claims({"mse": rows, "adaptive": [], "missing": {}}, ding2019.Config()),
+        str(tmp_path))}
+    assert "1 contradicts" in got["ding-stable-noisy-top-k-gap"]["ours"]
 
 
 def test_agreement_is_computed():

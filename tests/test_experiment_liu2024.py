@@ -7,7 +7,8 @@ import pytest
 
 import experiments
 from experiments import liu2024
-from experiments._common import VERDICTS
+from experiments._claims import VERDICTS, evaluate
+from tests.test_verify import assert_verifies_and_catches_tampering
 
 
 def _read(path):
@@ -15,10 +16,23 @@ def _read(path):
         return list(csv.DictReader(f))
 
 
-def test_quick_run(tmp_path, monkeypatch):
+def test_quick_run(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("SVTJAX_NO_CACHE", "1")
     out = str(tmp_path / "liu")
+    axes = {}  # every figure's axes, by file name, as saved
+    save = liu2024._save
+    monkeypatch.setattr(liu2024, "_save", lambda plt, fig, out, name, paths: (
+        axes.__setitem__(name, [(ax.get_yscale(), ax.get_ylim(), ax) for ax in fig.axes]),
+        save(plt, fig, out, name, paths)))
     assert liu2024.main(["--quick", "--out", out]) == 0
+    # issue 59 item 16: Fig. 5(b-d) on log axes (peaks orders of magnitude apart); Fig. 6's
+    # threshold lines a dash pattern each; Fig. 8's axis fits its NCRs, not 0-1 regardless
+    assert [a[0] for a in axes["fig5.png"][1:4]] == ["log"] * 3
+    (fig6,) = axes["fig6.png"]
+    assert all("T = " in line.get_label() for line in fig6[2].get_lines()[::2])
+    f8 = [r["ncr"] for r in _read(os.path.join(out, "fig8.csv"))]
+    top = axes["fig8_t40i10d100k.png"][0][1][1]
+    assert top <= min(1.02, max(map(float, f8)) + 0.1)
     for name in ("table5.csv", "fig3.csv", "fig4.csv", "fig5a.csv", "fig5.csv", "fig6.csv",
                  "fig7.csv", "fig8.csv", "claims.csv", "summary.md", "table5.png", "fig3.png",
                  "fig4.png", "fig5.png", "fig6.png", "fig7_ncr_t40i10d100k.png",
@@ -55,6 +69,9 @@ def test_quick_run(tmp_path, monkeypatch):
     text = open(os.path.join(out, "summary.md"), encoding="utf-8").read()
     assert "Table 5" in text and "## Claims checked" in text and "35450.45" in text
     assert "RESAMPLE" in text and "footnote 3" in text
+    # every verdict is recomputable from the CSVs, and tampering is caught
+    assert {"liu-t5-mean", "liu-fig7-best", "liu-fig7-upper-svt"} <= {c["id"] for c in claims}
+    assert_verifies_and_catches_tampering(out, capsys)
 
 
 def test_registered():
@@ -88,32 +105,98 @@ def test_two_labels_sharing_a_point_both_reach_the_table(tmp_path):
     assert got[(liu2024.UPPER, 0.01)] == got[(liu2024.UPPER_SVT, 0.1)]
 
 
-def _fig8_rows(leads, eps=0.1, se=0.01):
-    """T40I10D100K Figure 8 rows: SVT-Exp (optimal) − the others = lead at each traversal."""
+def _fig8_rows(leads, eps=0.1, se=0.01, dataset="t40i10d100k"):
+    """Figure 8 rows: SVT-Exp (optimal) − the others = lead at each traversal."""
     rows = []
     for passes, lead in leads.items():
         for m in liu2024.SVT_METHODS:
             ncr = 0.8 + (lead if m == "SVT-Exp (optimal)" else 0.0)
-            rows.append(dict(dataset="t40i10d100k", epsilon=eps, passes=passes, method=m,
+            rows.append(dict(dataset=dataset, epsilon=eps, passes=passes, method=m,
                              ncr=ncr, ncr_se=se, r=123.0))
     return rows
 
 
-def test_fig8_claim_on_t40_is_judged():
+def _fig7_rows(cells, upper_gap=0.0):
+    """Figure 7 rows: {(dataset, ε): (SVT-Exp (optimal)'s NCR, the others', SE)}; the upper
+    bounds ``upper_gap`` above SVT-Exp (optimal)."""
+    rows = []
+    for (ds, eps), (ours, others, se) in cells.items():
+        for m in liu2024.SVT_METHODS + (liu2024.UPPER, liu2024.UPPER_SVT):
+            ncr = ours if m == "SVT-Exp (optimal)" else others
+            ncr = min(1.0, ours + upper_gap) if m in (liu2024.UPPER, liu2024.UPPER_SVT) else ncr
+            rows.append(dict(dataset=ds, epsilon=eps, method=m, ncr=ncr, ncr_se=se))
+    return rows
+
+
+def _judge(tmp_path, config=None, **res):
+    """Liu's claims judged on the protocol from synthetic Figure 7/8 rows."""
+    config = config or liu2024.Config(fig8_epsilons=(0.1,))
+    res = {"table5": [], "fig3": [], "fig4": [], "fig5": [], "fig6": [], "fig7": [],
+           "fig8": [], "missing": {}, **res}
+    for key in ("fig7", "fig8"):
+        liu2024._write_csv(res[key], str(tmp_path / f"{key}.csv"))
+    rows = evaluate(liu2024.claims(res, config), str(tmp_path),
+                    explain=liu2024.claim_notes(res, config))
+    return {r["id"]: r for r in rows}
+
+
+def test_fig8_claim_on_t40_is_judged(tmp_path):
     """Issue 15 item 4: the paper's "slightly inferior at very few traversals, better with a
     few more (< 5)" on T40I10D100K is checked, and flagged when it fails."""
-    config = liu2024.Config(fig8_epsilons=(0.1,))
-
     def verdict(leads):
-        res = {"fig8": _fig8_rows(leads), "fig6": []}
-        (c,) = [c for c in liu2024._fig8_claims(res, config) if "T40I10D100K" in c["claim"]]
-        return c
+        return _judge(tmp_path, fig8=_fig8_rows(leads))["liu-fig8-t40-eps0.1"]
 
     assert verdict({1: -0.05, 2: -0.01, 3: 0.05, 5: 0.06, 10: 0.06})["verdict"] == "agree"
     fails = verdict({1: -0.2, 2: -0.2, 3: -0.15, 5: -0.1, 10: -0.02})
-    assert fails["verdict"] == "disagree" and "Figure 8 ε is not stated" in fails["explanation"]
-    one = liu2024._fig8_claims({"fig8": _fig8_rows({2: 0.0}), "fig6": []}, config)
-    assert [c["verdict"] for c in one if "T40I10D100K" in c["claim"]] == ["not checked"]
+    assert fails["verdict"] == "partly"  # behind at 1 (as the paper says), never ahead
+    assert "Figure 8's ε is not stated" in fails["explanation"]
+    never = verdict({1: 0.2, 2: -0.2, 3: -0.15, 5: -0.1, 10: -0.02})
+    assert never["verdict"] == "disagree"
+    assert verdict({2: 0.0})["verdict"] == "not checked"
+
+
+def test_upper_bound_claim_covers_adult(tmp_path):
+    """Issue 59 item 1: 'closely matches the upper bound' was agree only because Adult was
+    left out; with Adult's upper bound 0.9 NCR above SVT-Exp (optimal) it cannot agree."""
+    close = {("t40i10d100k", 0.1): (0.5, 0.3, 0.01), ("t40i10d100k", 1.0): (0.6, 0.3, 0.01)}
+    assert _judge(tmp_path, fig7=_fig7_rows(close, 0.02))["liu-fig7-upper-svt"]["verdict"] in (
+        "agree", "partly")  # partly: the paper's other datasets are not run
+    adult = _fig7_rows(close, 0.02) + _fig7_rows({("adult", 0.1): (0.05, 0.05, 0.01),
+                                                  ("adult", 1.0): (0.08, 0.08, 0.01)}, 0.9)
+    row = _judge(tmp_path, fig7=adult)["liu-fig7-upper-svt"]
+    assert row["verdict"] == "disagree" and "adult" not in row["excluded"]
+
+
+def test_outperforms_needs_a_significant_lead(tmp_path):
+    """Issue 59 item 2: 'significantly outperforms ... all datasets' was agree when no other
+    method was significantly higher; it needs SVT-Exp (optimal) significantly ahead."""
+    cells = {("t40i10d100k", 0.1): (0.6, 0.3, 0.01), ("t40i10d100k", 0.5): (0.61, 0.6, 0.01),
+             ("t40i10d100k", 2.0): (0.7, 0.69, 0.01)}
+    row = _judge(tmp_path, fig7=_fig7_rows(cells))["liu-fig7-best"]
+    assert row["verdict"] == "partly" and row["family_size"] == 3
+    assert "1 supports, 2 undecided" in row["ours"]
+
+
+def test_every_method_at_the_cap_is_inconclusive(tmp_path):
+    """Issue 59 item 17: at ε = 1 every method within 2 SE at NCR >= 0.996 was disagree."""
+    cells = {("t40i10d100k", 1.0): (0.996, 0.999, 0.001), ("t40i10d100k", 2.0): (1.0, 1.0, 0.0)}
+    fig8 = _fig8_rows({1: 0.0, 2: 0.0, 3: 0.0}, eps=1.0, se=0.001)
+    for r in fig8:
+        r["ncr"] = 0.998
+    got = _judge(tmp_path, liu2024.Config(fig8_epsilons=(1.0,)), fig7=_fig7_rows(cells),
+                 fig8=fig8)
+    assert got["liu-fig7-best"]["verdict"] == "inconclusive"
+    assert got["liu-fig8-t40-eps1"]["verdict"] == "inconclusive"
+
+
+def test_fig8_holm_family_is_the_whole_claim(tmp_path):
+    """Issue 59 item 3: Figure 8's 'better across most datasets' was Holm per cell of 5 tests;
+    the family is now every dataset × traversal comparison of the claim (here 4 × 5)."""
+    rows = []
+    for ds in ("binary", "zipf", "t40i10d100k", "adult"):
+        rows += _fig8_rows({p: 0.05 for p in (1, 2, 3, 5, 10)}, dataset=ds)
+    row = _judge(tmp_path, fig8=rows)["liu-fig8-most-eps0.1"]
+    assert row["family_size"] == 20 and row["family"] == "liu-fig8-most-eps0.1"
 
 
 def test_fig8_one_traversal_points_carry_the_exact_ncr(tmp_path):
@@ -135,3 +218,24 @@ def test_fig8_one_traversal_points_carry_the_exact_ncr(tmp_path):
     assert abs(one["ncr"] - one["exact_ncr"]) < 5 * one["ncr_se"]  # fixed seed
     text = "\n".join(liu2024._exact_markdown(rows))
     assert "1 cells" in text and "0 cell(s) beyond the bound" in text
+
+
+def test_fig8_runs_both_rates_on_t40(tmp_path):
+    """Issue 59 item 4: Figures 7-8 ran only Algorithm 2's general rate ε2/(2cΔ) though Table
+    5's numbers match only the monotonic rate with the (2c)^(2/3) split (H1). Figure 8 runs
+    both on T40I10D100K and judges the crossover under each."""
+    from svtjax import datasets
+
+    data = datasets.load("t40i10d100k")
+    config = liu2024.Config(fig8_epsilons=(0.1,))
+    labels = {m["label"]: m for m in liu2024.fig8_sweep(config, "t40i10d100k", data)["mechanisms"]}
+    assert labels[liu2024.H1]["monotonic"] is True
+    assert labels[liu2024.H1]["allocation"] == "1:(2c)^(2/3)"
+    assert labels["SVT-Exp (optimal)"].get("monotonic", False) is False
+    assert liu2024.H1 not in {m["label"] for m in liu2024.fig8_sweep(
+        config, "adult", datasets.load("adult"))["mechanisms"]}
+    rows = _fig8_rows({1: -0.05, 2: 0.05, 3: 0.05})
+    rows += [dict(r, method=liu2024.H1) for r in rows if r["method"] == "SVT-Exp (optimal)"]
+    got = _judge(tmp_path, fig8=rows)
+    assert got["liu-fig8-t40-eps0.1"]["verdict"] == "agree"
+    assert got["liu-fig8-t40-h1-eps0.1"]["verdict"] == "agree"
