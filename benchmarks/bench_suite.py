@@ -2,7 +2,8 @@
 on the 2-core machine when idle).
 
 A fresh clone of a commit (default ``HEAD``; uncommitted changes are not in it) in a temporary
-directory, with ``../shared`` linked beside it when the checkout has one; a new virtual
+directory, with the checkout's sibling ``shared`` folder linked beside it when there is one
+(as CI lays it out); a new virtual
 environment with pip upgraded (not timed: ``.ci/run`` does it before the command); then the
 README's second quick-start command, run by ``bash`` in the clone with the environment
 activated, is timed as a whole. The pytest summary line, pytest's own time and the slowest

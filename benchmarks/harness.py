@@ -50,6 +50,7 @@ import argparse
 import dataclasses
 import datetime as _dt
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -687,6 +688,20 @@ def config_from_args(args: argparse.Namespace) -> Config:
     return dataclasses.replace(cfg, **changes)
 
 
+def _check_out_dir(out_dir: Path) -> None:
+    """Creates the record's directory or says in one line why it cannot be used."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"--out {out_dir} is not a directory; give a directory for the JSON "
+                         "record (it is created if missing)")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UsageError(f"--out {out_dir}: cannot create the directory "
+                         f"({err.strerror or err})") from err
+    if not os.access(out_dir, os.W_OK | os.X_OK):
+        raise UsageError(f"--out {out_dir}: the directory is not writable")
+
+
 def save(record: dict, out_dir: Path) -> Path:
     """Writes the record as JSON (serialised first, so a failure leaves no partial file)."""
     out_dir = Path(out_dir)
@@ -706,6 +721,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         args = parser().parse_args(argv)
         cfg = config_from_args(args)
+        if not args.no_save:  # the record's directory is checked before the timings, not after
+            _check_out_dir(Path(args.out) if args.out is not None else RESULTS_DIR)
     except UsageError as err:
         print(f"svtjax bench: error: {err}", file=sys.stderr)
         return 2

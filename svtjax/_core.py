@@ -1,6 +1,6 @@
 """The types every mechanism shares: ``Outcome``, ``Draws``; ``selected`` and ``prefix_counts``.
 
-See ``DESIGN.md`` ("Core contracts"). One ``Outcome`` type serves every mechanism; a batch of
+See ``docs/architecture.md``. One ``Outcome`` type serves every mechanism; a batch of
 trials carries a leading trial axis on every field.
 """
 

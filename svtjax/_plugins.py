@@ -17,6 +17,8 @@ import sys
 from types import ModuleType
 from typing import Optional
 
+from svtjax._identity import SOURCE_ATTR
+
 __all__ = ["load", "PluginError"]
 
 
@@ -43,16 +45,20 @@ def load(entry: str, base: Optional[pathlib.Path] = None) -> ModuleType:
                 return sys.modules[name]
             if not path.is_file():
                 raise FileNotFoundError(f"no such file {str(path)!r}")
+            # the module runs exactly the bytes that are hashed: a result's identity names
+            # the code that computed it, even if the file is edited while the process runs
+            source = path.read_bytes()
             spec = importlib.util.spec_from_file_location(name, path)
             module = importlib.util.module_from_spec(spec)
+            setattr(module, SOURCE_ATTR, hashlib.sha256(source).hexdigest())
             sys.modules[name] = module
             try:
-                spec.loader.exec_module(module)
+                exec(compile(source, str(path), "exec"), module.__dict__)  # noqa: S102
             except BaseException:
                 del sys.modules[name]
                 raise
             return module
         return importlib.import_module(entry)
-    except Exception as err:  # noqa: BLE001 - whatever the plugin raised is the user's to see
+    except (Exception, SystemExit) as err:  # noqa: BLE001 - the plugin's error is the user's
         raise PluginError(f"plugin {entry!r} cannot be imported: {type(err).__name__}: "
                           f"{' '.join(str(err).split())}") from err

@@ -44,7 +44,7 @@ Building blocks (all numpy, vectorised over the RDP orders α):
 References:
   Lyu, Su, Li (2017), Theorems 2-7 and Figure 2.
   Zhu & Wang (2020), "Improving sparse vector technique with Rényi differential privacy",
-  Lemmas 3, 4, 7, Theorems 8, 11, 12, Proposition 10 (``seeds/004_bdeae1095d972a05.txt``).
+  Lemmas 3, 4, 7, Theorems 8, 11, 12, Proposition 10.
   Mironov (2017), "Rényi differential privacy", Prop. 1 (composition), Prop. 6 (Laplace).
   Kairouz, Oh, Viswanath (2015), "The composition theorem for differential privacy".
 """

@@ -14,8 +14,10 @@ Subcommands:
 
 Errors in the user's input (and file-system errors) end the command with exit status 2 and one
 line on stderr, checked before anything compiles or any header is printed; Ctrl-C ends it with
-exit status 130 and one line (for a sweep: the points saved and the command that resumes).
-Progress lines go to stderr; stdout holds the table or the JSON.
+exit status 130 and one line (for a sweep: the points saved and the command that resumes). A
+failure while computing, after the input was checked, is a bug in svtjax (or in a plugin): it
+keeps its traceback and ends with exit status 1. Progress lines go to stderr; stdout holds the
+table or the JSON.
 
 Every subcommand takes ``--plugin MODULE_OR_FILE`` (repeatable): the module is imported first,
 so mechanisms it registers (``svtjax.mechanisms.register``) can be named like built-in ones.
@@ -43,10 +45,12 @@ class UsageError(Exception):
     """A problem with the command's input: reported in one line, exit status 2."""
 
 
-USER_ERRORS = (UsageError, ValueError, TypeError, LookupError, ArithmeticError, OSError)
+USER_ERRORS = (UsageError, OSError)
 """Exceptions that report a problem with the input or the environment (a bad value, a missing
-or unwritable file): one line on stderr and exit status 2, never a traceback. Anything else is
-a bug in svtjax and keeps its traceback."""
+or unwritable file): one line on stderr and exit status 2, never a traceback (with svtjax's own
+input errors: :func:`_user_error`). A ``ValueError``, ``TypeError``, ``LookupError`` or
+``ArithmeticError`` is the input's fault only when an input check raises it (``with
+user_input():``); anywhere else it is a bug in svtjax and keeps its traceback."""
 
 INTERRUPTED = 130
 """Exit status after Ctrl-C (128 + SIGINT, the shell's convention)."""
@@ -128,6 +132,12 @@ def simulation_config(mechanisms: Sequence[str], dataset: str, epsilons: Sequenc
     tables = []
     for spec in mechanisms:
         name, params = parse_mechanism(spec)
+        for key, flag in (("epsilon", "--epsilon/-e"), ("c", "--c")):
+            if key in params:  # one value per row: the row's label must be what was computed
+                raise UsageError(f"mechanism spec {spec!r} sets {key}, which svtjax simulate "
+                                 f"takes from {flag} for every mechanism (a row is labelled "
+                                 f"with it); give it there, or use svtjax sweep for "
+                                 "per-mechanism values")
         tables.append({"name": name, "label": _label(name, params), **params})
     return {"sweep": {"name": "simulate", "trials": trials, "seed": seed, "shuffle": shuffle,
                       "datasets": [dataset], "metrics": list(SIMULATE_METRICS),
@@ -155,6 +165,7 @@ def run_simulation(mechanisms: Sequence[str], dataset: str, epsilons: Sequence[f
             "privacy": privacy.get(key, "")})
         row[r["metric"]] = r["mean"]
         row[f"{r['metric']}_se"] = r["se"]
+        row[f"{r['metric']}_ci"] = [r["ci_low"], r["ci_high"]]
     return list(rows.values())
 
 
@@ -164,7 +175,8 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     for r in rows:
         eps = r["epsilon"]
         lines.append([r["mechanism"], f"{eps:g}" if isinstance(eps, float) else str(eps),
-                      f"{r['f1']:.3f} ± {1.96 * r['f1_se']:.3f}", f"{r['precision']:.3f}",
+                      f"{r['f1']:.3f} ± {(r['f1_ci'][1] - r['f1_ci'][0]) / 2:.3f}",
+                      f"{r['precision']:.3f}",
                       f"{r['ser']:.3f}", f"{r['ncr']:.3f}", f"{r['picks']:.1f}",
                       f"{100 * r['evaluated']:.1f}%", f"{r['seconds']:.2f}"])
     widths = [max(len(h), *(len(x[i]) for x in lines)) for i, h in enumerate(header)]
@@ -175,61 +187,74 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 
 
 def _cmd_list(args) -> int:
-    import svtjax
-    from svtjax import datasets, sweep
+    from svtjax import _listing, sweep
 
     def plain(v):
         return v if isinstance(v, (int, float, str, bool, type(None))) else repr(v)
-
-    def doc(obj):
-        return ((obj.__doc__ or "").strip().splitlines() or [""])[0]
 
     folder = find_experiments()
     exps = ({} if folder is None else
             {name: {"path": str(folder / f"{name}.py"), "description": summary}
              for name, summary in _experiment_summaries(folder).items()})
+    mechs, data = _listing.mechanisms(), _listing.datasets()
     if args.json:
         print(json.dumps({
-            "mechanisms": {n: {k: plain(v) for k, v in svtjax.mechanisms.parameters(n).items()}
-                           for n in svtjax.names()},
-            "datasets": datasets.names(),
+            "mechanisms": {n: {k: plain(v) for k, v in m["parameters"].items()}
+                           for n, m in mechs.items()},
+            "mechanism_details": {n: {"summary": m["summary"], "none_means": m["defaults"]}
+                                  for n, m in mechs.items()},
+            "datasets": data,
             "metrics": sweep.metric_names(),
             "sweep_configs": {k: str(v) for k, v in sorted(sweep.builtin_configs().items())},
             "experiments": exps,
             "experiments_folder": None if folder is None else str(folder),
+            "native_kernels": _listing.native(),
             **({"experiments_note": EXPERIMENTS_MISSING} if folder is None else {})},
             indent=2))
         return 0
-    print("mechanisms:")
-    for n in svtjax.names():
-        params = ", ".join(f"{k}={v}" for k, v in svtjax.mechanisms.parameters(n).items())
-        print(f"  {n:<18} {doc(svtjax.mechanisms.registry()[n])}\n  {'':<18} parameters: "
-              f"{params}")
-    print("datasets:\n  " + " ".join(datasets.names()))
-    print("metrics:\n  " + " ".join(sweep.metric_names()))
-    print("sweep configs (svtjax sweep NAME):\n  " + " ".join(sorted(sweep.builtin_configs())))
+    width = max(len(n) for n in mechs) + 2
+    pad = " " * (width + 2)
+    print(f"mechanisms ({len(mechs)}; svtjax.get(NAME, ...), -m NAME:key=value):")
+    for n, m in mechs.items():
+        params = ", ".join(f"{k}={v}" for k, v in m["parameters"].items())
+        print(f"  {n:<{width}}{m['summary']}\n{pad}parameters: {params}")
+        for k, meaning in m["defaults"].items():
+            print(f"{pad}{k}=None: {meaning}")
+    print(f"datasets ({len(data)}; items = distinct items, the default size of a synthetic one; "
+          "'download' = not shipped: svtjax.datasets.fetch(NAME) first):")
+    dwidth = max(len(n) for n in data) + 2
+    for n, d in data.items():
+        items = "" if d["items"] is None else f"{d['items']:,} items"
+        where = d["kind"] if d["shipped"] else "real, download"
+        print(f"  {n:<{dwidth}}{items:<16} {where:<15} {d['title']}")
+    metrics = sweep.metric_names()
+    print(f"metrics ({len(metrics)}):\n  " + " ".join(metrics))
+    configs = sorted(sweep.builtin_configs())
+    print(f"sweep configs ({len(configs)}; svtjax sweep NAME):\n  " + " ".join(configs))
+    print(f"compiled kernels: {_listing.native()}")
     if folder is None:
         print(f"experiments (svtjax reproduce NAME):\n  none found: {EXPERIMENTS_MISSING}")
         return 0
-    print(f"experiments (svtjax reproduce NAME; from {folder}):")
+    print(f"experiments ({len(exps)}; svtjax reproduce NAME; from {folder}):")
     for name, summary in exps.items():
-        print(f"  {name:<18} {summary['description']}")
+        print(f"  {name:<{width}}{summary['description']}")
     return 0
 
 
 def _cmd_simulate(args) -> int:
     from svtjax import sweep
 
-    epsilons = args.epsilon or list(DEFAULT_EPSILONS)
-    mechanisms = args.mechanism or list(DEFAULT_MECHANISMS)
-    _count("--trials", args.trials)
-    _count("--c", args.c)
-    _seed(args.seed)
-    _once("--epsilon", epsilons)
-    _once("--mechanism", mechanisms)
-    # every check (mechanisms, parameters, dataset, what float32 can hold) before the header
-    sweep.load_config(simulation_config(mechanisms, args.dataset, epsilons, args.c, args.trials,
-                                        args.seed, args.shuffle))
+    with user_input():  # a bad value raised here is the input's fault: one line
+        epsilons = args.epsilon or list(DEFAULT_EPSILONS)
+        mechanisms = args.mechanism or list(DEFAULT_MECHANISMS)
+        _count("--trials", args.trials)
+        _count("--c", args.c)
+        _seed(args.seed)
+        _once("--epsilon", epsilons)
+        _once("--mechanism", mechanisms)
+        # every check (mechanisms, parameters, dataset, what float32 can hold) before the header
+        sweep.load_config(simulation_config(mechanisms, args.dataset, epsilons, args.c, args.trials,
+                                            args.seed, args.shuffle))
     if not args.json:
         order = "random item order per trial" if args.shuffle else "fixed item order"
         print(f"svtjax simulate: top-{args.c} selection on {args.dataset}, {args.trials} trials "
@@ -243,7 +268,7 @@ def _cmd_simulate(args) -> int:
         from svtjax.accounting import SCOPE
 
         print(format_table(rows))
-        print("F1 is shown with a 95% interval (±1.96 standard errors); 'evaluated' is the "
+        print("F1 is shown with its 95% interval (Student t, as svtjax sweep); 'evaluated' is the "
               f"fraction of the stream read before halting. The privacy column of --json is "
               f"{SCOPE}.")
     return 0
@@ -319,43 +344,64 @@ def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def _cmd_sweep(args) -> int:
+def resume_command(args, out: str, plugins: Sequence[str] = ()) -> str:
+    """The command that resumes an interrupted ``svtjax sweep``: the config, the output
+    directory and every option that changes the points' ids (plugins, trials, seed), so that it
+    reuses every saved point."""
+    words = ["svtjax"]
+    for plugin in plugins:
+        words += ["--plugin", plugin]
+    words += ["sweep", args.config, "--out", out]
+    if args.trials is not None:
+        words += ["--trials", str(args.trials)]
+    if args.seed is not None:
+        words += ["--seed", str(args.seed)]
+    if args.num_devices is not None:
+        words += ["--num-devices", str(args.num_devices)]
+    return " ".join(_quote(w) for w in words)
+
+
+def _cmd_sweep(args, plugins: Sequence[str] = ()) -> int:
     from svtjax import sweep
 
-    _count("--trials", args.trials)
-    _seed(args.seed)
-    _count("--num-devices", args.num_devices)
-    if not args.plot and (args.x or args.y):
-        raise UsageError("--x and --y choose the plot's axes; they have no effect with "
-                         "--no-plot")
-    config = sweep.load_config(args.config)
-    changes = {}
-    if args.trials is not None:
-        changes["trials"] = args.trials
-    if args.seed is not None:
-        changes["seed"] = args.seed
-    if changes:
-        config = sweep.load_config(config.replace(**changes).raw)
-    x = y = None
-    if args.plot:  # --x / --y naming no column fail here, not after the sweep
-        x, y = sweep.plot_axes(config, args.x, args.y)
-    out = args.out or _default_out(config.name)
-    sweep._prepare_out(out)
-    if config.dtype == "float64":
+    with user_input():  # a bad value raised here is the input's fault: one line
+        _count("--trials", args.trials)
+        _seed(args.seed)
+        _count("--num-devices", args.num_devices)
+        if not args.plot and (args.x or args.y):
+            raise UsageError("--x and --y choose the plot's axes; they have no effect with "
+                             "--no-plot")
+        config = sweep.load_config(args.config)
+        changes = {}
+        if args.trials is not None:
+            changes["trials"] = args.trials
+        if args.seed is not None:
+            changes["seed"] = args.seed
+        if changes:
+            config = sweep.load_config(config.replace(**changes).raw)
+        x = y = None
+        if args.plot:  # --x / --y naming no column fail here, not after the sweep
+            x, y = sweep.plot_axes(config, args.x, args.y)
+        if args.out is not None and not args.out.strip():
+            raise UsageError("--out is empty; give the output directory (default: "
+                             f"{_default_out(config.name)})")
+        out = args.out or _default_out(config.name)
+        sweep._prepare_out(out)
+        if config.dtype == "float64":
+            import jax
+
+            jax.config.update("jax_enable_x64", True)
+        _init_distributed(args)
         import jax
 
-        jax.config.update("jax_enable_x64", True)
-    _init_distributed(args)
-    import jax
-
-    available = len(jax.local_devices())
-    if args.num_devices is not None and args.num_devices > available:
-        raise UsageError(f"--num-devices must be at most the {available} local device(s); got "
-                         f"{args.num_devices}")
-    if jax.process_index() == 0:  # a live sweep on OUT: refused before the header
-        probe = sweep._OutputLock(out)
-        probe.acquire()
-        probe.release()
+        available = len(jax.local_devices())
+        if args.num_devices is not None and args.num_devices > available:
+            raise UsageError(f"--num-devices must be at most the {available} local device(s); got "
+                             f"{args.num_devices}")
+        if jax.process_index() == 0:  # a live sweep on OUT: refused before the header
+            probe = sweep._OutputLock(out)
+            probe.acquire()
+            probe.release()
     if not args.json and jax.process_index() == 0:
         npts = len(sweep.expand(config))
         _log(f"svtjax sweep {config.name}: {npts} points x {config.trials} trials on "
@@ -365,7 +411,7 @@ def _cmd_sweep(args) -> int:
         result = sweep.run(config, out, resume=not args.no_resume, progress=args.progress,
                            log=_log, num_devices=args.num_devices)
     except sweep.SweepInterrupted as err:
-        again = " ".join(["svtjax sweep", _quote(args.config), "--out", _quote(out)])
+        again = resume_command(args, out, plugins)
         print(f"svtjax sweep: interrupted; {err.saved} of {err.total} point(s) are saved in "
               f"{os.path.join(out, 'points')}; resume with: {again}", file=sys.stderr)
         return INTERRUPTED
@@ -381,8 +427,9 @@ def _cmd_sweep(args) -> int:
             from svtjax import plot
 
             path = os.path.join(out, f"{y}_vs_{x}.png")
-            plot.utility_curves(result.rows, path, x=x, y=y, title=f"{config.name}: {y} vs {x}")
+            plot.utility_curves(result.rows, path, x=x, y=y, logx=config.plot.get("logx"))
             files.append(path)
+            sweep.add_files(out, [path])
         except ImportError as err:
             plot_error = f"no plot: {err} (pip install 'svtjax[plot]')"
         except ValueError as err:  # the results are written; only the plot is missing
@@ -462,11 +509,13 @@ def _experiment_summaries(folder) -> dict[str, str]:
     nothing imported), in the package's run order."""
     import ast
 
+    from svtjax import _listing
+
     package = _import_experiments(folder)
     out = {}
     for name in package.names():
         tree = ast.parse((folder / f"{name}.py").read_text(encoding="utf-8"))
-        out[name] = ((ast.get_docstring(tree) or "").strip().splitlines() or [""])[0]
+        out[name] = _listing.summary(ast.get_docstring(tree))
     return out
 
 
@@ -550,7 +599,31 @@ def _reproduce_in_processes(names, argv_of, jobs: int, folder, plugins) -> int:
     return 0
 
 
+def _verify(args, extra: list[str]) -> int:
+    """``svtjax reproduce --verify OUT``: the repository's ``experiments.verify``."""
+    if args.name is not None or extra or args.quick or args.paper or args.trials is not None \
+            or args.out is not None or args.jobs is not None:
+        raise UsageError("--verify OUT takes no experiment name or other option: it only reads "
+                         "the CSVs under OUT")
+    folder = find_experiments()
+    if folder is None:
+        raise UsageError(EXPERIMENTS_MISSING)
+    _import_experiments(folder)
+    import importlib
+
+    verify = importlib.import_module("experiments.verify")
+    try:
+        return int(verify.main([args.verify], prog="svtjax reproduce --verify"))
+    except SystemExit as exit_:  # its argparse printed one line
+        return exit_.code if isinstance(exit_.code, int) else 2
+
+
 def _cmd_reproduce(args, extra: list[str], plugins: Sequence[str] = ()) -> int:
+    if args.verify is not None:
+        return _verify(args, extra)
+    if args.name is None:
+        raise UsageError("give an experiment name (or all), or --verify OUT (see svtjax "
+                         "reproduce --help)")
     _count("--trials", args.trials)
     if args.out is not None:
         _writable_dir("--out", args.out)
@@ -624,17 +697,36 @@ def _cmd_audit(rest: list[str]) -> int:
     return int(main(rest) or 0)
 
 
+PLUGIN_HELP = ("import a module or .py file of your own first (repeatable): the mechanisms it "
+               "registers (svtjax.mechanisms.register) can then be named like built-in ones")
+
+
+def _plugin_option(parser: argparse.ArgumentParser) -> None:
+    """``--plugin`` in the parser's help. The option itself is taken out of the command line
+    before parsing (:func:`_split_plugins`), so it may stand anywhere."""
+    parser.add_argument("--plugin", action="append", metavar="MODULE_OR_FILE",
+                        help=PLUGIN_HELP)
+
+
 def build_parser() -> argparse.ArgumentParser:
+    import svtjax
+
     parser = _Parser(
-        prog="svtjax", description="Monte Carlo simulation of the sparse vector technique.")
+        prog="svtjax", description="Monte Carlo simulation of the sparse vector technique.",
+        epilog="Compiled programs are kept in a persistent XLA cache, $SVTJAX_CACHE_DIR or "
+               "$XDG_CACHE_HOME/svtjax/xla (~/.cache/svtjax/xla), so that a second run starts "
+               "without compiling; SVTJAX_NO_CACHE=1 turns the cache off.")
+    parser.add_argument("--version", action="version", version=f"svtjax {svtjax.__version__}")
+    _plugin_option(parser)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("list", help="list mechanisms and datasets")
     p.add_argument("--json", action="store_true", help="print JSON")
+    _plugin_option(p)
 
     p = sub.add_parser("simulate", help="run mechanisms on a dataset and print a utility table",
                        description="Runs each mechanism at each ε for top-c selection and prints "
-                                   "F1, precision, SER, NCR with 95%% intervals. Mechanisms are "
+                                   "F1, precision, SER, NCR with 95% intervals. Mechanisms are "
                                    "given as name or name:key=value,key=value.")
     p.add_argument("--mechanism", "-m", action="append",
                    help=f"mechanism spec (repeatable; default: {' '.join(DEFAULT_MECHANISMS)})")
@@ -647,12 +739,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--shuffle", action=argparse.BooleanOptionalAction, default=True,
                    help="fresh random item order per trial (default: on, as in Lyu'17 Sec. 5)")
     p.add_argument("--json", action="store_true", help="print JSON rows instead of a table")
+    _plugin_option(p)
 
     p = sub.add_parser(
         "sweep", help="run a grid of datasets x mechanisms x parameters (svtjax.sweep)",
         description="Runs every point of a sweep config (a TOML file or a built-in name; "
                     "svtjax list shows them) and writes results.csv (one row per point x "
-                    "metric: mean, std, se, 95%% interval, trials, seconds), results.parquet "
+                    "metric: mean, std, se, 95% interval, trials, seconds), results.parquet "
                     "(with pyarrow), results.json (config and versions) and a plot. Finished "
                     "points are kept in OUT/points: rerunning resumes. Multi-host: one process "
                     "per host with --distributed (SLURM is detected) or --coordinator.")
@@ -678,6 +771,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--num-processes", type=int, help="with --coordinator: number of processes")
     p.add_argument("--process-id", type=int, help="with --coordinator: this process's index")
     p.add_argument("--json", action="store_true", help="print a JSON summary with the rows")
+    _plugin_option(p)
 
     p = sub.add_parser(
         "reproduce", help="reproduce a paper's tables and figures (NAME or all)",
@@ -686,12 +780,16 @@ def build_parser() -> argparse.ArgumentParser:
                     f"at ${EXPERIMENTS_ENV}, beside the package source (a clone or an "
                     "editable install) or in the current directory. Other options are passed "
                     "to the experiment (see svtjax reproduce NAME -- --help).")
-    p.add_argument("name", help="experiment name, or all")
+    p.add_argument("name", nargs="?", help="experiment name, or all")
+    p.add_argument("--verify", metavar="OUT", help="recompute every verdict of the claims "
+                   "tables under OUT from the CSVs beside them (nothing is rerun); exit 1 naming "
+                   "each claim whose verdict the numbers do not give")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="a small grid that runs in seconds")
     mode.add_argument("--paper", action="store_true", help="the paper's full grid")
     p.add_argument("--trials", type=int, help="trials (runs) per cell (>= 1)")
     p.add_argument("--out", help="output directory (with all: one subdirectory per experiment)")
+    _plugin_option(p)
     p.add_argument("--jobs", type=int, help="with all: experiments run at once, each in its own "
                    "process (default: the number of CPUs; 1 runs them one after another in "
                    "this process)")
@@ -728,56 +826,137 @@ def _one_line(err: BaseException) -> str:
     return " ".join(str(err).split()) or type(err).__name__
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Runs one subcommand; returns the exit status (0, 1 for a failed experiment, 2 for a user
-    error reported in one line on stderr, 130 after Ctrl-C)."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    command = "svtjax"
+def _user_error(err: BaseException) -> bool:
+    """Whether ``err`` reports a problem with the input or the environment (one line, exit
+    status 2): :data:`USER_ERRORS`, or svtjax's own input errors (a sweep config, a plugin, a
+    dataset that is not available or not verified), looked up only where their module is
+    loaded (an error of a module that was never imported cannot have been raised)."""
+    if isinstance(err, USER_ERRORS):
+        return True
+    for module, name in (("svtjax.sweep", "SweepConfigError"), ("svtjax._plugins", "PluginError"),
+                         ("svtjax.datasets._types", "DatasetNotAvailableError"),
+                         ("svtjax.datasets._types", "DatasetVerificationError")):
+        cls = getattr(sys.modules.get(module), name, None)
+        if cls is not None and isinstance(err, cls):
+            return True
+    return False
+
+
+class user_input:  # noqa: N801 - used as ``with user_input():``
+    """The input-checking phase of a command: a ``ValueError``, ``TypeError``, ``LookupError``
+    or ``ArithmeticError`` raised inside is a problem with the user's input, re-raised as
+    :class:`UsageError` (one line, exit status 2). The same exceptions raised outside (while
+    computing) are bugs in svtjax and keep their traceback::
+
+        with user_input():
+            config = sweep.load_config(args.config)   # a bad value: one line, exit 2
+        result = sweep.run(config, out)               # a ValueError here: a traceback
+    """
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, err, tb):
+        if (isinstance(err, (ValueError, TypeError, LookupError, ArithmeticError))
+                and not _user_error(err)):
+            raise UsageError(_one_line(err)) from err
+        return False
+
+
+_COMMANDS = ("bench", "audit", "list", "simulate", "sweep", "reproduce")
+
+
+def _command_name(argv: Sequence[str]) -> str:
+    """``svtjax SUBCOMMAND`` as the error and interrupt lines name it (``svtjax`` before the
+    subcommand is known)."""
     try:
-        argv, plugins = _split_plugins(argv)
-        if argv and argv[0] in ("bench", "audit", "list", "simulate", "sweep", "reproduce"):
-            command = f"svtjax {argv[0]}"
-        _start(plugins)
-        if argv and argv[0] in ("bench", "audit"):
-            if argv[0] == "bench":
-                return _cmd_bench(None, argv[1:])
-            return _cmd_audit(argv[1:])
-        parser = build_parser()
-        try:
-            args, extra = parser.parse_known_args(argv)
-        except SystemExit as exit_:  # --help
-            return exit_.code if isinstance(exit_.code, int) else 0
-        if extra and args.command != "reproduce":
-            raise UsageError(f"unrecognized arguments: {' '.join(extra)} (see svtjax "
-                             f"{args.command} --help)")
-        if args.command == "list":
-            return _cmd_list(args)
-        if args.command == "simulate":
-            return _cmd_simulate(args)
-        if args.command == "sweep":
-            return _cmd_sweep(args)
-        return _cmd_reproduce(args, extra, plugins)
+        rest, _ = _split_plugins(list(argv))
+    except UsageError:
+        rest = list(argv)
+    return f"svtjax {rest[0]}" if rest and rest[0] in _COMMANDS else "svtjax"
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Runs one subcommand; returns the exit status: 0; 1 for a failed experiment; 2 for a
+    problem with the input or the file system (:func:`_user_error`), reported in one line on
+    stderr; 130 after Ctrl-C, with one line on stderr. Any other exception is a bug in svtjax:
+    it propagates with its traceback (the ``svtjax`` command then exits with status 1).
+
+    Under the ``svtjax`` command (``svtjax._interrupt.console``) an interrupt is never lost:
+    once one arrived, the status is 130 whatever the command returned or raised."""
+    from svtjax import _interrupt
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = _command_name(argv)
+    notes: list[str] = []
+    try:
+        code = _dispatch(argv, notes)
     except KeyboardInterrupt:
-        print(f"{command}: interrupted", file=sys.stderr)
+        _interrupt.report(f"{command}: interrupted")
         return INTERRUPTED
-    except USER_ERRORS as err:
+    except Exception as err:
+        if _interrupt.requested():  # whatever failed, it failed because of the interrupt
+            _interrupt.report(f"{command}: interrupted")
+            return INTERRUPTED
+        if not _user_error(err):
+            raise
         print(f"{command}: error: {_one_line(err)}", file=sys.stderr)
         return 2
+    if code == INTERRUPTED:  # the command reported the interrupt itself (a sweep)
+        _interrupt.report(None)
+    elif _interrupt.requested():  # an interrupt whose exception something swallowed
+        _interrupt.report(f"{command}: interrupted")
+        return INTERRUPTED
+    elif code == 0:
+        for note in notes:
+            print(f"svtjax: {note}", file=sys.stderr)
+    return code
 
 
-def _start(plugins: list[str]) -> None:
+def _dispatch(argv: list[str], notes: list[str]) -> int:
+    """:func:`main`'s body: runs the subcommand; adds to ``notes`` what is worth saying once
+    the command has succeeded (:func:`_start`)."""
+    argv, plugins = _split_plugins(argv)
+    notes.extend(_start(plugins))
+    if argv and argv[0] in ("bench", "audit"):
+        if argv[0] == "bench":
+            return _cmd_bench(None, argv[1:])
+        return _cmd_audit(argv[1:])
+    parser = build_parser()
+    try:
+        args, extra = parser.parse_known_args(argv)
+    except SystemExit as exit_:  # --help
+        return exit_.code if isinstance(exit_.code, int) else 0
+    if extra and args.command != "reproduce":
+        raise UsageError(f"unrecognized arguments: {' '.join(extra)} (see svtjax "
+                         f"{args.command} --help)")
+    if args.command == "list":
+        return _cmd_list(args)
+    if args.command == "simulate":
+        return _cmd_simulate(args)
+    if args.command == "sweep":
+        return _cmd_sweep(args, plugins)
+    return _cmd_reproduce(args, extra, plugins)
+
+
+def _start(plugins: list[str]) -> list[str]:
     """What every command does first: the allocator tuning, the compilation cache and the
-    plugins (a plugin that cannot be loaded is a user error)."""
+    plugins (a plugin that cannot be loaded is a user error). Returns notes for the end of a
+    successful command: a compilation cache that cannot be used only costs compile time, so it
+    is said once the command has done its work, never as a second line of an error."""
     from svtjax import tune_allocator
 
+    notes = []
     tune_allocator()  # a command owns its process: large buffers stay in the heap (_malloc)
     if os.environ.get("SVTJAX_NO_CACHE") != "1":
         from svtjax import enable_compilation_cache
 
         try:
             enable_compilation_cache()
-        except OSError as err:  # an unwritable cache only costs compile time
-            print(f"svtjax: compilation cache disabled ({_one_line(err)})", file=sys.stderr)
+        except OSError as err:
+            notes.append(f"compilation cache disabled ({_one_line(err)}): compiled code is not "
+                         "kept between runs; set SVTJAX_CACHE_DIR to a writable directory, or "
+                         "SVTJAX_NO_CACHE=1 to silence this")
     if plugins:
         from svtjax import _plugins
 
@@ -786,7 +965,10 @@ def _start(plugins: list[str]) -> None:
                 _plugins.load(entry)
             except _plugins.PluginError as err:
                 raise UsageError(str(err)) from err
+    return notes
 
 
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+if __name__ == "__main__":  # pragma: no cover - python -m svtjax.cli: as the svtjax command
+    from svtjax._interrupt import console
+
+    console(main)

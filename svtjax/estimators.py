@@ -33,7 +33,7 @@ conditions the noise, which the experiment ``experiments/ding2019.py`` measures.
 
 References:
   Ding, Wang, Zhang, Kifer. Free Gap Information from the Differentially Private Sparse Vector
-  and Noisy Max Mechanisms. PVLDB 13(3), 2019 (``seeds/003_7d16f83d65b45607.txt``): Section 5.2
+  and Noisy Max Mechanisms. PVLDB 13(3), 2019: Section 5.2
   (Theorem 3, the linear-time algorithm, Corollary 1), Section 6.2 (inverse-variance combination,
   Var(γ_i) = 8(1+(2k)^(2/3))³/ε², the MSE ratios, Lemma 5).
   Lehmann, Casella. Theory of Point Estimation, 1998 (BLUE / Gauss-Markov).

@@ -47,8 +47,9 @@ default) is 1 on a CPU and 10 on an accelerator (:data:`AUTO_POINTS_PER_BATCH`).
 chunked so that (points per batch) × (trials per chunk) fits the memory budget; per-trial metric
 values come back to the host per chunk and are merged there in fixed blocks of
 :data:`BLOCK_TRIALS` trials, so the numbers never depend on the chunk size, the number of
-devices or processes, or on which other points are in the sweep (vmapping several points may
-change the last bit of a float sum inside a metric). A batch of one point is not vmapped: that
+devices or processes, or on which other points are in the sweep (the built-in metrics' sums
+are exact, ``svtjax._fixedpoint``; a float sum inside a metric of one's own may change in its
+last bit when several points are vmapped). A batch of one point is not vmapped: that
 would only add tracing time (about 0.3 s per group on the 2-core CPU, which adds up over the
 many small groups of an experiment), and without it a point's numbers equal ``svtjax.simulate``
 reduced by the same metrics bit for bit.
@@ -129,7 +130,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import csv
 import dataclasses
 import functools
 import hashlib
@@ -148,7 +148,8 @@ from typing import Any, Callable, NamedTuple, Optional, Sequence
 
 import numpy as np
 
-from svtjax import _validate
+from svtjax import _interrupt, _validate
+from svtjax._identity import class_code_hash, code_version, user_code_hash
 from svtjax.datasets._thresholds import THRESHOLD_RULES as BUILTIN_THRESHOLD_RULES
 from svtjax.datasets._thresholds import ThresholdRule
 
@@ -306,29 +307,6 @@ def _extensions(kind: str, given: Sequence, cls: type, builtin: Sequence[str]) -
     return tuple(out.values())
 
 
-def _source_hash(*fns: Optional[Callable]) -> str:
-    """A hash of the functions' names, bound arguments and the source of their modules (which
-    hold the helpers they call)."""
-    import inspect
-
-    h = hashlib.sha256()
-    for fn in fns:
-        if fn is None:
-            continue
-        args = ()
-        while isinstance(fn, functools.partial):
-            args += (repr(fn.args), repr(sorted(fn.keywords.items())))
-            fn = fn.func
-        try:
-            text = inspect.getsource(inspect.getmodule(fn))
-        except (OSError, TypeError):
-            text = ""
-        h.update(f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', '')}".encode())
-        h.update(text.encode())
-        h.update(repr(args).encode())
-    return h.hexdigest()[:12]
-
-
 # -- configuration -----------------------------------------------------------------------------
 
 @dataclasses.dataclass(frozen=True)
@@ -347,6 +325,7 @@ class SweepConfig:
       raw: the config as given (a dict), recorded in the sidecar JSON.
       extra_metrics: the config's own :class:`Metric` objects (``metrics=`` and plugins).
       threshold_rules: its own per-trial ``ThresholdRule`` objects.
+      points: its grid points, expanded once when the config is validated (:func:`expand`).
     """
 
     name: str
@@ -368,6 +347,7 @@ class SweepConfig:
     raw: dict = dataclasses.field(default_factory=dict)
     extra_metrics: tuple = ()
     threshold_rules: tuple = ()
+    points: tuple = dataclasses.field(default=(), compare=False, repr=False)
 
     def metric(self, name: str) -> Optional[Metric]:
         """The config's own :class:`Metric` called ``name`` (None for a built-in metric)."""
@@ -385,7 +365,7 @@ class SweepConfig:
         for k, v in changes.items():
             if k in _SWEEP_KEYS:
                 raw.setdefault("sweep", {})[k] = v
-        return dataclasses.replace(self, raw=raw, **changes)
+        return dataclasses.replace(self, raw=raw, points=(), **changes)
 
     def with_extensions(self, metrics: Sequence[Metric] = (),
                         threshold_rules: Sequence[ThresholdRule] = ()) -> "SweepConfig":
@@ -420,6 +400,33 @@ def _read_toml(path: pathlib.Path) -> dict:
                                ) from err
     except tomllib.TOMLDecodeError as err:
         raise SweepConfigError(f"{path}: invalid TOML ({err})") from err
+    except UnicodeDecodeError as err:
+        raise SweepConfigError(f"{path}: not UTF-8 text (byte {err.start}: {err.reason}); a TOML "
+                               "file is UTF-8") from err
+    except RecursionError as err:
+        raise SweepConfigError(f"{path}: values nested too deeply to read (a sweep config "
+                               f"nests at most {MAX_NESTING} levels)") from err
+    except OSError as err:
+        raise SweepConfigError(f"cannot read the sweep config {str(path)!r}: "
+                               f"{err.strerror or err}") from err
+
+
+MAX_NESTING = 16
+"""How deeply a sweep config's tables and arrays may nest (a real config uses 4)."""
+
+
+def _check_nesting(raw: Any) -> None:
+    """Refuses a config nested deeper than :data:`MAX_NESTING` (checked without recursion)."""
+    stack = [(raw, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_NESTING:
+            raise _fail(f"the config nests tables or arrays more than {MAX_NESTING} levels deep; "
+                        "a sweep config needs at most 4")
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, (list, tuple)):
+            stack.extend((v, depth + 1) for v in value)
 
 
 def load_config(source: Any, *, metrics: Sequence[Metric] = (),
@@ -444,6 +451,7 @@ def load_config(source: Any, *, metrics: Sequence[Metric] = (),
         return source.with_extensions(metrics, threshold_rules)
     base = None
     if isinstance(source, dict):
+        _check_nesting(source)
         raw = copy.deepcopy(source)
     else:
         text = str(source)
@@ -454,6 +462,7 @@ def load_config(source: Any, *, metrics: Sequence[Metric] = (),
             path = pathlib.Path(text)
         raw = _read_toml(path)
         base = path.parent
+    _check_nesting(raw)
     plugin_metrics, plugin_rules = _load_plugins(raw, base)
     return _validate_config(raw, tuple(metrics) + plugin_metrics,
                             tuple(threshold_rules) + plugin_rules)
@@ -484,6 +493,12 @@ def _load_plugins(raw: dict, base: Optional[pathlib.Path]) -> tuple[tuple, tuple
 
 def _fail(msg: str) -> SweepConfigError:
     return SweepConfigError(msg)
+
+
+MIN_BUDGET_MB = 1 / 1024
+MAX_BUDGET_MB = 2.0**30
+"""The range of ``[sweep] memory_budget_mb`` (1 kB to 1 PB): the planner's chunk arithmetic is
+exact there, and a budget beyond any machine's memory means nothing."""
 
 
 def _validate_config(raw: dict, extra_metrics: tuple = (), threshold_rules: tuple = ()
@@ -522,7 +537,7 @@ def _validate_config(raw: dict, extra_metrics: tuple = (), threshold_rules: tupl
     trials = sweep.get("trials", 1000)
     if isinstance(trials, bool) or not isinstance(trials, int) or not \
             1 <= trials <= _validate.INT32_MAX:
-        raise _fail(f"[sweep] trials must be an integer >= 1 (at most {_validate.INT32_MAX}); "
+        raise _fail(f"[sweep] trials must be an integer from 1 to {_validate.INT32_MAX}; "
                     f"got {trials!r}")
     seed = sweep.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
@@ -559,13 +574,14 @@ def _validate_config(raw: dict, extra_metrics: tuple = (), threshold_rules: tupl
     _no_duplicates("[sweep] quantiles", quantiles)
     budget = sweep.get("memory_budget_mb", 256)
     if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not \
-            0 < budget < math.inf:
-        raise _fail(f"[sweep] memory_budget_mb must be a positive number; got {budget!r}")
+            MIN_BUDGET_MB <= budget <= MAX_BUDGET_MB:
+        raise _fail(f"[sweep] memory_budget_mb must be a number of megabytes from "
+                    f"{MIN_BUDGET_MB:g} to {MAX_BUDGET_MB:g}; got {budget!r}")
     ppb = sweep.get("points_per_batch", "auto")
     if ppb != "auto" and (isinstance(ppb, bool) or not isinstance(ppb, int) or not
                           1 <= ppb <= _validate.INT32_MAX):
-        raise _fail(f"[sweep] points_per_batch must be \"auto\" or an integer >= 1; got "
-                    f"{ppb!r}")
+        raise _fail(f"[sweep] points_per_batch must be \"auto\" or an integer from 1 to "
+                    f"{_validate.INT32_MAX}; got {ppb!r}")
     metric_list = sweep.get("metrics", list(SweepConfig.metrics))
     if isinstance(metric_list, str):
         metric_list = [metric_list]
@@ -627,7 +643,7 @@ def _validate_config(raw: dict, extra_metrics: tuple = (), threshold_rules: tupl
     grid.setdefault("c", [50])
     for c in grid["c"]:
         if isinstance(c, bool) or not isinstance(c, int) or not 1 <= c <= _validate.INT32_MAX:
-            raise _fail(f"[grid] c must hold integers >= 1; got {c!r}")
+            raise _fail(f"[grid] c must hold integers from 1 to {_validate.INT32_MAX}; got {c!r}")
 
     # mechanisms
     mechs = raw.get("mechanisms")
@@ -641,7 +657,8 @@ def _validate_config(raw: dict, extra_metrics: tuple = (), threshold_rules: tupl
         mname = table["name"]
         if mname not in known:
             raise _fail(f"unknown mechanism {mname!r}{suggest(mname, known)}; registered "
-                        f"mechanisms are: {', '.join(known)}")
+                        f"mechanisms are: {', '.join(known)}; a mechanism of your own is "
+                        "loaded with --plugin FILE.py (or [sweep] plugins = [\"FILE.py\"])")
         params = svtjax.mechanisms.parameters(mname)
         for key in table:
             if key in ("name", "label"):
@@ -652,8 +669,9 @@ def _validate_config(raw: dict, extra_metrics: tuple = (), threshold_rules: tupl
                 for c in table[key] if isinstance(table[key], list) else [table[key]]:
                     if isinstance(c, bool) or not isinstance(c, int) or not \
                             1 <= c <= _validate.INT32_MAX:
-                        raise _fail(f"{mname}: c must be an integer >= 1 or a list of them; "
-                                    f"got {table[key]!r}")
+                        raise _fail(f"{mname}: c must be an integer from 1 to "
+                                    f"{_validate.INT32_MAX} or a list of them; got "
+                                    f"{table[key]!r}")
                 continue
             if key not in params:
                 raise _fail(f"{mname} does not take parameter {key!r}{suggest(key, params)}; "
@@ -666,6 +684,17 @@ def _validate_config(raw: dict, extra_metrics: tuple = (), threshold_rules: tupl
                         "distinct label")
         labels.add(label)
         tables.append({**table, "label": label})
+    given_grid = raw.get("grid", {})
+    for table in tables:  # a parameter is set in one place: the grid or the table
+        for key, value in table.items():
+            if key in ("name", "label") or key not in given_grid:
+                continue
+            mine = [_value_key(v) for v in (value if isinstance(value, list) else [value])]
+            if mine != [_value_key(v) for v in grid[key]]:
+                raise _fail(f"{table['label']} ({table['name']}): {key} = {value!r} conflicts "
+                            f"with [grid] {key} = {grid[key]!r}; set a parameter in one place "
+                            "(the [grid] for every mechanism, or the [[mechanisms]] table for "
+                            "this one)")
     for axis in grid:
         if axis == "c":
             continue
@@ -676,8 +705,12 @@ def _validate_config(raw: dict, extra_metrics: tuple = (), threshold_rules: tupl
 
     plot = dict(raw.get("plot", {}))
     for key in plot:
-        if key not in ("x", "y"):
-            raise _fail(f"unknown [plot] key {key!r}{suggest(key, ['x', 'y'])}; valid: x, y")
+        if key not in ("x", "y", "logx"):
+            raise _fail(f"unknown [plot] key {key!r}{suggest(key, ['x', 'y', 'logx'])}; valid: "
+                        "x, y, logx")
+    if not isinstance(plot.get("logx", False), bool):
+        raise _fail(f"[plot] logx must be true or false (default: by the x values' span); got "
+                    f"{plot['logx']!r}")
     config = SweepConfig(name=name, datasets=tuple(datasets), mechanisms=tuple(tables),
                          grid=grid, trials=trials, seed=seed, metrics=tuple(metric_list),
                          shuffle=shuffle, threshold=threshold, memory_budget_mb=float(budget),
@@ -693,7 +726,7 @@ def _validate_config(raw: dict, extra_metrics: tuple = (), threshold_rules: tupl
     _check_datasets(config, points)
     if plot:
         plot_axes(config, points=points)
-    return config
+    return dataclasses.replace(config, points=tuple(points))
 
 
 EXACT_ACCURACY_KEYS = {
@@ -769,6 +802,38 @@ def _check_datasets(config: "SweepConfig", points: Sequence["Point"]) -> None:
                 rule.check(n, p.c)
             except ValueError as err:
                 raise _fail(f"dataset {p.dataset!r}, c={p.c}: {err}") from err
+    _check_inputs(config, points, scores_by)
+
+
+def _check_inputs(config: "SweepConfig", points: Sequence["Point"],
+                  scores_by: dict[str, np.ndarray]) -> None:
+    """A mechanism's own checks of its inputs (``_prepare`` where its class has one, e.g.
+    svt-gap's refusal of gaps the dtype cannot hold), on each point's scores and threshold in
+    the sweep's dtype, as ``svtjax.simulate`` runs them: a sweep never computes what a
+    simulation would refuse. Points of one class share one check per (dataset, c)."""
+    from svtjax.mechanisms import Mechanism
+
+    dtype = np.float64 if config.dtype == "float64" else np.float32
+    seen = set()
+    for p in points:
+        mech = p.build(checked=False)
+        own = getattr(type(mech), "_prepare", None)
+        if own is None or own is getattr(Mechanism, "_prepare", None):
+            continue
+        key = (p.mechanism, p.params, p.dataset, p.c)
+        if key in seen:
+            continue
+        seen.add(key)
+        scores = np.asarray(scores_by[p.dataset], dtype)
+        thr = _threshold(config, scores_by[p.dataset], p.c)
+        if not np.isfinite(thr):  # a per-trial rule draws T among the scores: the widest gaps
+            thr = float(np.min(scores_by[p.dataset]))
+        thresholds = np.full(scores.shape, thr, dtype)
+        try:
+            mech._prepare(scores, thresholds)
+        except (TypeError, ValueError) as err:
+            raise _fail(f"{p.label} ({p.mechanism}) on dataset {p.dataset!r}, c={p.c}: "
+                        f"{' '.join(str(err).split())}") from err
 
 
 def plot_axes(config: "SweepConfig", x: Optional[str] = None, y: Optional[str] = None, *,
@@ -840,19 +905,29 @@ class Point:
     def point_id(self, config: SweepConfig) -> str:
         """Content hash of the point, what it computes (trials, metrics) and the code version
         (with the source of any registered metric it uses, and its quantiles)."""
+        import svtjax
+
         what = {**self.describe(config), "trials": config.trials,
-                "metrics": sorted(config.metrics), "code": code_version()}
-        registered = {m.name: _source_hash(m.fn, m.prepare) for m in config.extra_metrics}
+                "metrics": sorted(config.metrics), "code": code_version(),
+                "mechanism_code": class_code_hash(svtjax.mechanisms.entry(self.mechanism).cls)}
+        registered = {m.name: user_code_hash(m.fn, m.prepare) for m in config.extra_metrics}
         if registered:
             what["metric_code"] = registered
+        rule = config.threshold_rule()
+        if rule is not None:
+            what["threshold_code"] = user_code_hash(rule.draw)
         if config.quantiles:
             what["quantiles"] = list(config.quantiles)
         text = json.dumps(what, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:20]
 
-    def build(self):
+    def build(self, checked: bool = True):
+        """The point's mechanism: ``svtjax.get`` with every check, or (``checked=False``, for
+        the points of a validated config) the registered class called directly."""
         import svtjax
 
+        if not checked:
+            return svtjax.mechanisms.entry(self.mechanism).cls(**dict(self.params))
         return svtjax.get(self.mechanism, **dict(self.params))
 
 
@@ -868,6 +943,34 @@ def _hashable(v: Any) -> Any:
     return tuple(_hashable(x) for x in v) if isinstance(v, list) else v
 
 
+MAX_POINTS = 100_000
+"""The most points a sweep may hold: a larger grid is refused before any work (its points'
+records and rows would not fit a results table one can read; split it into several sweeps)."""
+
+
+def _accepted(name: str) -> dict:
+    import svtjax
+
+    return svtjax.mechanisms.parameters(name)
+
+
+def _table_axes(config: SweepConfig, table: dict) -> dict[str, list]:
+    """The axes of one mechanism table: the grid's that the mechanism takes (``c`` always),
+    and the table's own values (a parameter is set in one place: see the config checks)."""
+    accepted = _accepted(table["name"])
+    axes = {k: v for k, v in config.grid.items() if k in accepted or k == "c"}
+    for k, v in table.items():
+        if k not in ("name", "label"):
+            axes[k] = v if isinstance(v, list) else [v]
+    return axes
+
+
+def grid_size(config: SweepConfig) -> int:
+    """The number of points of ``config``, counted without expanding the grid."""
+    return len(config.datasets) * sum(math.prod(len(v) for v in _table_axes(config, t).values())
+                                      for t in config.mechanisms)
+
+
 def expand(config: SweepConfig) -> list[Point]:
     """Every grid point of ``config``, in a fixed order (dataset, mechanism table, axes).
 
@@ -875,59 +978,78 @@ def expand(config: SweepConfig) -> list[Point]:
       SweepConfigError: a parameter value a mechanism rejects (building it fails), or numbers
         the sweep's ``dtype`` cannot hold (``svtjax._validate.computable``).
     """
+    if config.points:
+        return list(config.points)
+    size = grid_size(config)
+    if size > MAX_POINTS:
+        raise _fail(f"the sweep has {size:,} points; a sweep holds at most {MAX_POINTS:,} "
+                    "(split it into several sweeps, or sweep fewer values per axis)")
     import svtjax
 
+    sizes: Optional[dict] = None
+    per_table = []  # each table's cells (params, c, swept axes), built and checked once
+    for table in config.mechanisms:
+        derived = _from_data(svtjax.mechanisms.entry(table["name"]).cls, table)
+        if not derived:
+            cells = _cells(config, table, {})
+            per_table.append((table, {ident: cells for ident, _, _ in config.datasets}))
+            continue
+        if sizes is None:  # parameters the data determine: one set of cells per dataset size
+            sizes = {ident: len(s) for ident, s in _load_datasets(config).items()}
+        by_n = {n: _cells(config, table, derived, n) for n in sorted(set(sizes.values()))}
+        per_table.append((table, {ident: by_n[sizes[ident]] for ident in sizes}))
     points = []
     for ident, _, _ in config.datasets:
-        for table in config.mechanisms:
-            name = table["name"]
-            accepted = svtjax.mechanisms.parameters(name)
-            fixed = {k: v for k, v in table.items() if k not in ("name", "label")}
-            axes = {k: v for k, v in config.grid.items() if k in accepted or k == "c"}
-            # a table's c (its own top-c size) replaces the grid's, as any fixed parameter
-            for k, v in fixed.items():
-                axes[k] = v if isinstance(v, list) else [v]
-            keys = list(axes)
-            for values in itertools.product(*(axes[k] for k in keys)):
-                chosen = dict(zip(keys, values))
-                c = int(chosen.pop("c"))
-                params = dict(chosen)
-                if "c" in accepted:
-                    params["c"] = c
-                elif "k" in accepted and "k" not in params:
-                    params["k"] = c
-                params = {k: _hashable(v) for k, v in params.items()}
-                swept = {k: v for k, v in chosen.items()
-                         if len(axes[k]) > 1 or k in config.grid}
-                swept["c"] = c
-                point = Point(ident, name, table["label"], tuple(sorted(params.items())), c,
-                              tuple(sorted(swept.items())))
-                try:
-                    _validate.computable(point.build(), config.dtype)
-                except (TypeError, ValueError) as err:
-                    raise _fail(f"{table['label']} ({name}) with {params}: {err}") from err
-                points.append(point)
+        for table, cells in per_table:
+            points += [Point(ident, table["name"], table["label"], params, c, swept)
+                       for params, c, swept in cells[ident]]
     return points
 
 
-# -- code version --------------------------------------------------------------------------------
+def _from_data(cls: type, table: dict) -> dict[str, Callable]:
+    """The parameters of ``cls`` that the table leaves to the data: fields whose metadata has
+    ``from_data`` (``from_data(params, n, c)`` -> the value, or None where it does not apply)
+    and that the table does not set."""
+    return {f.name: f.metadata["from_data"] for f in dataclasses.fields(cls)
+            if "from_data" in f.metadata and f.name not in table}
 
-@functools.lru_cache(maxsize=None)
-def code_version() -> str:
-    """``svtjax.__version__`` plus a hash of the package sources that determine the numbers."""
+
+def _cells(config: SweepConfig, table: dict, derived: dict, n: Optional[int] = None) -> list:
+    """One table's grid cells: (sorted params, c, swept axes), each mechanism built and checked
+    (the first with every check of ``svtjax.get``, the others in the run's dtype)."""
     import svtjax
 
-    root = pathlib.Path(svtjax.__file__).parent
-    h = hashlib.sha256()
-    skip = {"cli.py", "bench.py", "plot.py"}
-    for path in sorted(root.rglob("*.py")):
-        rel = path.relative_to(root).as_posix()
-        if rel.startswith(("experiments/", "audit")) or rel in skip:
-            continue
-        h.update(rel.encode())
-        h.update(path.read_bytes())
-    return f"{svtjax.__version__}+{h.hexdigest()[:12]}"
+    name = table["name"]
+    axes = _table_axes(config, table)
+    accepted = _accepted(name)
+    cls = svtjax.mechanisms.entry(name).cls
+    keys = list(axes)
+    cells = []
+    for values in itertools.product(*(axes[k] for k in keys)):
+        chosen = dict(zip(keys, values))
+        c = int(chosen.pop("c"))
+        params = dict(chosen)
+        if "c" in accepted:
+            params["c"] = c
+        elif "k" in accepted and "k" not in params:
+            params["k"] = c
+        for key, rule in derived.items():
+            value = rule(params, n, c)
+            if value is not None:
+                params[key] = value
+        params = {k: _hashable(v) for k, v in params.items()}
+        swept = {k: v for k, v in chosen.items() if len(axes[k]) > 1 or k in config.grid}
+        swept["c"] = c
+        try:
+            mech = svtjax.get(name, **params) if not cells else cls(**params)
+            _validate.computable(mech, config.dtype)
+        except (TypeError, ValueError) as err:
+            raise _fail(f"{table['label']} ({name}) with {params}: {err}") from err
+        cells.append((tuple(sorted(params.items())), c, tuple(sorted(swept.items()))))
+    return cells
 
+
+# -- code version --------------------------------------------------------------------------------
 
 def versions() -> dict[str, str]:
     """Versions of Python and the packages that produce or read the results."""
@@ -953,9 +1075,15 @@ TRACES: dict[str, int] = {}
 
 def _per_trial(out, scores, c, *, k: int, metrics: tuple, own: tuple = (),
                ctx: Optional[MetricContext] = None):
-    """float[len(metrics), trials]: per-trial metric values of a batch of Outcomes."""
+    """float[len(metrics), trials]: per-trial metric values of a batch of Outcomes.
+
+    Every built-in value is a function of its trial alone, bit for bit: the metrics' sums are
+    exact and a trial's cost is summed in a fixed order (``svtjax._fixedpoint``), not by float
+    reductions whose rounding follows the chunk's shape, so the memory budget (the chunk size)
+    never changes a number."""
     import jax.numpy as jnp
 
+    from svtjax import _fixedpoint
     from svtjax import metrics as M
 
     dtype = scores.dtype
@@ -976,7 +1104,13 @@ def _per_trial(out, scores, c, *, k: int, metrics: tuple, own: tuple = (),
             rows.append(every[m].astype(dtype) / length if single_pass else
                         jnp.mean(out.answers >= 0, axis=-1).astype(dtype))
         elif m == "cost":
-            rows.append(jnp.sum(out.cost, axis=-1).astype(dtype))
+            top_cost = getattr(out, "_top_cost", None)
+            if getattr(out, "_cost", None) is None and top_cost is not None:
+                # a compact Outcome charges top_cost at each ⊤: (number of ⊤) x top_cost
+                tops = jnp.sum(out.answers == 1, axis=-1, dtype=jnp.int32)
+                rows.append(tops.astype(dtype) * jnp.asarray(top_cost).astype(dtype))
+            else:
+                rows.append(_fixedpoint.tree_sum(out.cost.astype(dtype)))
     return jnp.stack(rows)
 
 
@@ -1225,7 +1359,22 @@ def _prepare_out(out: Any) -> pathlib.Path:
     if not os.access(path, os.W_OK | os.X_OK):
         raise _fail(f"cannot write in the output directory {str(path)!r} (permission denied); "
                     "give another out")
+    points = path / "points"
+    if points.exists() and not points.is_dir():
+        raise _fail(f"{str(points)!r} is a file; a sweep keeps its finished points in a directory "
+                    "of that name: move the file or give another out")
+    if points.is_dir() and not os.access(points, os.W_OK | os.X_OK):
+        raise _fail(f"cannot write in {str(points)!r} (permission denied); give another out")
+    for name in OUTPUT_FILES:
+        target = path / name
+        if target.is_dir():
+            raise _fail(f"{str(target)!r} is a directory; the sweep writes a file of that name: "
+                        "move it or give another out")
     return path
+
+
+OUTPUT_FILES = ("results.csv", "results.parquet", "results.json")
+"""The files a sweep writes in its output directory (besides ``points/`` and the plot)."""
 
 
 class _OutputLock:
@@ -1381,13 +1530,17 @@ def _write_json(path: pathlib.Path, obj: Any) -> None:
     _atomic_write(path, lambda f: json.dump(obj, f, indent=1, sort_keys=True, default=repr))
 
 
-def _read_record(path: pathlib.Path, pid: str) -> Optional[dict]:
-    try:
-        with open(path, encoding="utf-8") as f:
-            rec = json.load(f)
-    except (OSError, ValueError):
-        return None
-    return rec if rec.get("point_id") == pid else None
+def _read_record(path: pathlib.Path, pid: str, point: "Point", config: SweepConfig,
+                 log: Optional[Callable[[str], None]] = None) -> Optional[dict]:
+    """The stored record of ``point`` when it can be reused (``svtjax._records``); an unusable
+    one is reported through ``log`` and None is returned, so the point is recomputed."""
+    from svtjax import _records
+
+    rec, why = _records.read(path, pid, seed=point.seed(config), metrics=config.metrics,
+                             trials=config.trials, quantiles=config.quantiles)
+    if why is not None and log is not None:
+        log(f"[sweep] {path} {why}; recomputing the point")
+    return rec
 
 
 def run(config: Any, out: Optional[str | os.PathLike] = None, *, resume: bool = True,
@@ -1472,15 +1625,15 @@ def _run_points(config, outdir, dtype, pidx, pcount, num_devices, resume, progre
     ids = [p.point_id(config) for p in points]
     records: dict[str, dict] = {}
     if outdir is not None and resume:
-        for pid in ids:
-            rec = _read_record(_point_record_path(outdir, pid), pid)
+        for pid, point in zip(ids, points):
+            rec = _read_record(_point_record_path(outdir, pid), pid, point, config, log)
             if rec is not None:
                 records[pid] = rec
     reused = len(records)
 
     # groups of points sharing a compiled kernel; each process takes every pcount-th point
     groups: dict[tuple, list[int]] = {}
-    mechs = [p.build() for p in points]
+    mechs = [p.build(checked=False) for p in points]  # expand(config) checked every one
     for i, (p, m) in enumerate(zip(points, mechs)):
         groups.setdefault(_group_key(p, m), []).append(i)
     # which points get exact columns (and one line per mechanism that does not), before any
@@ -1547,6 +1700,7 @@ def _run_points(config, outdir, dtype, pidx, pcount, num_devices, resume, progre
                 kept = []  # per-trial values, only for quantiles
                 t0 = time.perf_counter()
                 for s in range(0, config.trials, chunk):
+                    _interrupt.check()  # a Ctrl-C whose exception was swallowed stops here
                     vals = run(args[0], scores, args[1], args[2], jnp.int32(s),
                                config.trials, reducer, args[3])
                     vals = np.asarray(jax.device_get(vals))
@@ -1586,7 +1740,7 @@ def _run_points(config, outdir, dtype, pidx, pcount, num_devices, resume, progre
                 if v != traces_before.get(k, 0)}
 
     if pcount > 1 and pidx == 0 and outdir is not None:
-        _wait_for(outdir, points, ids, records, wait_timeout, log)
+        _wait_for(config, outdir, points, ids, records, wait_timeout, log)
     mine = [i for i in range(len(points)) if ids[i] in records]
     for i in mine:  # reused records computed without exact (or in another dtype)
         rec = records[ids[i]]
@@ -1725,9 +1879,18 @@ class _Exact:
                  f"{reason}")
 
     def current(self, rec: dict) -> bool:
+        """Whether ``rec`` holds exact values made the way this sweep makes them, with a
+        number (or null) for every exact column (anything else is computed again)."""
         ex = rec.get("exact")
-        return (isinstance(ex, dict) and ex.get("dtype") == _exact_dtype()
-                and ex.get("accuracy", {}) == self.config.exact_accuracy)
+        if not (isinstance(ex, dict) and ex.get("dtype") == _exact_dtype()
+                and ex.get("accuracy", {}) == self.config.exact_accuracy):
+            return False
+        values = ex.get("values")
+        number = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)  # noqa: E731
+        return (isinstance(values, dict) and number(ex.get("n")) and ex["n"] > 0
+                and all(number(values.get(col[len("exact_"):])) or
+                        values.get(col[len("exact_"):], 0) is None
+                        for col in exact_columns(self.config)))
 
     def _rules(self, group: Sequence[int], scores, threshold) -> Optional[list]:
         """The quadrature rules of a group's mechanisms at the config's ``exact_accuracy``
@@ -1849,14 +2012,14 @@ def _quantile_column(q: float) -> str:
     return f"q{q:g}"
 
 
-def _wait_for(outdir, points, ids, records, timeout, log) -> None:
+def _wait_for(config, outdir, points, ids, records, timeout, log) -> None:
     """Process 0 collects the other processes' finished points from ``outdir/points``."""
     deadline = time.monotonic() + timeout
     announced = False
     while True:
-        for pid in ids:
+        for pid, point in zip(ids, points):
             if pid not in records:
-                rec = _read_record(_point_record_path(outdir, pid), pid)
+                rec = _read_record(_point_record_path(outdir, pid), pid, point, config)
                 if rec is not None:
                     records[pid] = rec
         missing = [p for p in ids if p not in records]
@@ -1902,49 +2065,37 @@ def param_columns(points: Sequence[Point]) -> list[str]:
     return cols + ["c"]
 
 
-def _fmt(v: Any) -> str:
-    if v is None:  # an empty cell (an exact column of a point without an exact law)
-        return ""
-    if isinstance(v, float):
-        return repr(v)
-    return str(v)
-
-
 def _write_outputs(config, rows, outdir: pathlib.Path, info: dict) -> list[str]:
-    fields = list(rows[0]) if rows else _CSV_FIXED + _CSV_STATS
-    csv_path = outdir / "results.csv"
+    """results.csv (+ exact.csv with exact columns, + .parquet with pyarrow) and results.json,
+    which lists every file and the tables' column types (``svtjax._tables``)."""
+    from svtjax import _tables
 
-    def write_csv(f):
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(fields)
-        for r in rows:
-            w.writerow([_fmt(r.get(k, "")) for k in fields])
-
-    _atomic_write(csv_path, write_csv)
-    files = [str(csv_path)]
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        numeric = _NUMERIC | {_quantile_column(q) for q in config.quantiles} | \
-            set(exact_columns(config))
-        table = pa.Table.from_pylist([{k: (str(v) if k not in numeric else v)
-                                       for k, v in r.items()} for r in rows])
-        _atomic_write(outdir / "results.parquet", lambda tmp: pq.write_table(table, tmp),
-                      to_path=True)
-        files.append(str(outdir / "results.parquet"))
-    except ImportError:
-        pass
+    files, schemas = _tables.write(rows, outdir, float32=config.dtype == "float32",
+                                   atomic_write=_atomic_write, quantile=_is_quantile,
+                                   empty_columns=_CSV_FIXED + _CSV_STATS)
     sidecar = {"config": config.raw, "name": config.name, "versions": versions(),
                "code_version": code_version(), "metrics": list(config.metrics),
                "metric_definitions": {m: _metric_definition(m, config) for m in config.metrics},
                "interval": "95% Student-t interval for the mean (mean ± t(0.975, trials-1) se)",
+               "precision": f"statistics written at {config.dtype} precision",
                "seconds_note": "wall time of a point's batch divided by the points in it, "
                                "compilation included on a group's first batch",
-               "files": [os.path.basename(f) for f in files], **info}
-    _write_json(outdir / "results.json", sidecar)
+               "schema": schemas, **info}
     files.append(str(outdir / "results.json"))
+    _write_sidecar(outdir, sidecar, files)
     return files
+
+
+def _write_sidecar(outdir: pathlib.Path, sidecar: dict, files: Sequence[str]) -> None:
+    _write_json(outdir / "results.json",
+                {**sidecar, "files": sorted({os.path.basename(f) for f in files})})
+
+
+def add_files(out: str | os.PathLike, files: Sequence[str]) -> None:
+    """Adds ``files`` (written beside the results, e.g. a plot) to ``results.json``'s list."""
+    outdir = pathlib.Path(out)
+    sidecar = json.loads((outdir / "results.json").read_text(encoding="utf-8"))
+    _write_sidecar(outdir, sidecar, list(sidecar.get("files", [])) + list(files))
 
 
 def _metric_definition(name: str, config: Optional[SweepConfig] = None) -> str:
@@ -1953,41 +2104,13 @@ def _metric_definition(name: str, config: Optional[SweepConfig] = None) -> str:
     return EXTRA_METRICS.get(name, f"svtjax.metrics.{name}")
 
 
-_NUMERIC = {"threshold", "mean", "std", "se", "ci_low", "ci_high", "trials", "seconds", "seed",
-            "c"}
-
-
 def read_results(path: str | os.PathLike) -> list[dict]:
-    """Rows of a ``results.csv`` (or ``results.parquet``, or a directory holding one), with the
-    numeric columns as numbers."""
-    path = pathlib.Path(path)
-    if path.is_dir():
-        path = path / "results.csv"
-    if path.suffix == ".parquet":
-        import pyarrow.parquet as pq
+    """Rows of a ``results.csv`` (or ``results.parquet``, or a directory holding one), each
+    column converted by the type ``results.json`` records for it, exact columns joined back
+    (``svtjax._tables.read``)."""
+    from svtjax import _tables
 
-        rows = pq.read_table(path).to_pylist()
-    else:
-        with open(path, newline="", encoding="utf-8") as f:
-            rows = list(csv.DictReader(f))
-    out = []
-    for r in rows:
-        row = {}
-        for k, v in r.items():
-            row[k] = _number(v) if isinstance(v, str) else v
-        out.append(row)
-    return out
-
-
-def _number(text: str) -> Any:
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    if text in ("True", "False"):
-        return text == "True"
-    return text
+    return _tables.read(path)
 
 
 def _is_quantile(column: str) -> bool:

@@ -1,6 +1,6 @@
 """Testing helpers for mechanisms: common-random-number equivalence against a numpy reference.
 
-DESIGN.md ("Rules that keep it correct"): because ``decide`` is deterministic, a mechanism's JAX
+``docs/guides/correctness.md``: because ``decide`` is deterministic, a mechanism's JAX
 kernel and its numpy reference, fed the same ``Draws``, must return identical ``answers`` and
 ``items`` (and ``values`` / ``cost`` to 1e-12 in float64, to float32 rounding in float32). This
 module is the harness the project's own tests use for every registered mechanism, and what a
@@ -139,8 +139,8 @@ def _resolve(name: str, reference, case_list):
 def assert_matches_reference(name: str, *, reference: Optional[Callable] = None,
                              cases: Optional[Sequence[Case]] = None,
                              shapes: Sequence[int] = (9, 50), cases_per_shape: int = 110,
-                             dtypes: Sequence = (np.float64,),
-                             shuffle: bool = False, seed: int = 0,
+                             dtypes: Sequence = (np.float64, np.float32),
+                             shuffle: Any = (False, True), seed: int = 0,
                              check_scan: bool = True) -> int:
     """Checks mechanism ``name`` against its numpy reference on common random numbers.
 
@@ -156,8 +156,11 @@ def assert_matches_reference(name: str, *, reference: Optional[Callable] = None,
       reference: ``reference(draws, queries, thresholds, **mech.reference_params())``; default:
         the registered one.
       cases: default: the registered ones.
-      shapes, cases_per_shape, dtypes, shuffle, seed: what to run (float64 is switched on for
-        the duration when ``jax_enable_x64`` is off).
+      shapes, cases_per_shape, dtypes, seed: what to run (float64 is switched on for the
+        duration when ``jax_enable_x64`` is off). The defaults check what svtjax checks for its
+        own mechanisms: float64 and float32.
+      shuffle: item orders: False (the stream as given), True (a fresh random order per
+        trial), or a sequence of both (the default: both, as svtjax's own tests do).
 
     Returns:
       The number of (case, input) pairs checked.
@@ -168,13 +171,18 @@ def assert_matches_reference(name: str, *, reference: Optional[Callable] = None,
     import jax
 
     reference, case_list = _resolve(name, reference, cases)
+    orders = (shuffle,) if isinstance(shuffle, bool) else tuple(shuffle)
+    if not orders or not all(isinstance(o, bool) for o in orders):
+        raise TypeError(f"shuffle must be True, False or a sequence of them; got {shuffle!r}")
     checked = 0
     for ci, case in enumerate(case_list):
         for dtype in dtypes:
-            with _precision(dtype):
-                checked += _check_case(name, case, reference, dtype, shuffle,
-                                       seed + 1000 * ci, shapes, cases_per_shape,
-                                       check_scan and np.dtype(dtype) == np.float64)
+            for oi, order in enumerate(orders):
+                with _precision(dtype):
+                    checked += _check_case(name, case, reference, dtype, order,
+                                           seed + 1000 * ci + 100 * oi, shapes,
+                                           cases_per_shape, check_scan and not order
+                                           and np.dtype(dtype) == np.float64)
     del jax
     return checked
 
@@ -282,7 +290,9 @@ def assert_call_equals_decide(mech, queries, thresholds, seeds: Sequence[int] = 
     import jax
     import jax.numpy as jnp
 
-    q = np.asarray(queries)
+    from svtjax import _validate
+
+    q = _validate.finite_vector("queries", queries)  # an unsupported dtype: one line, no trace
     if isinstance(thresholds, (list, tuple)):  # a jit argument: one array, not a pytree
         thresholds = np.asarray(thresholds)
     seeds = list(seeds)

@@ -1,6 +1,6 @@
 """svtjax.accounting against Google's ``dp_accounting``, ``autodp`` and hand computations.
 
-Sources: Zhu & Wang 2020 (seeds/004_bdeae1095d972a05.txt): Lemma 3 (RDP → DP), Lemma 4 (sinh
+Sources: Zhu & Wang 2020: Lemma 3 (RDP → DP), Lemma 4 (sinh
 bound), Lemma 7, Theorem 8 (1)-(3), Proposition 10, Theorem 11 (and the closed form after it),
 Theorem 12; Mironov 2017 Prop. 6 (Laplace RDP); Kairouz, Oh, Viswanath 2015 Thms 3.3 and 3.5.
 

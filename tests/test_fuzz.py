@@ -16,6 +16,7 @@ import atexit
 import contextlib
 import importlib
 import io
+import json
 import math
 import os
 import pathlib
@@ -226,9 +227,19 @@ CLI_FILE = FUZZ_DIR / "a-file"
 CLI_FILE.write_text("not a directory\n")
 CLI_TOML = FUZZ_DIR / "cli.toml"
 CLI_TOML.write_text(_render(BASE, ""))
+CLI_PLUGIN_OK = FUZZ_DIR / "cli_plugin_ok.py"
+CLI_PLUGIN_OK.write_text("from svtjax.mechanisms import register\n"
+                         "from svtjax.mechanisms.classic import LyuAlg1\n"
+                         "@register\nclass FuzzCli(LyuAlg1):\n    name = 'fuzz-cli-ok'\n")
+CLI_PLUGIN_EXIT = FUZZ_DIR / "cli_plugin_exit.py"
+CLI_PLUGIN_EXIT.write_text("import sys\nsys.exit(1)\n")
+PLUGINS = [str(CLI_PLUGIN_OK), str(CLI_PLUGIN_EXIT), str(FUZZ_DIR / "missing_plugin.py"),
+           "no_such_plugin_module"]
 SIMULATE_OPTIONS = {
     "-m": ["svt-s", "svt_s", "SVT-S", "dpbook", "svt-s:monotonic=true", "svt-s:bad",
-           "svt-s:epsilonx=1", "svt-s:allocation=explicit", "svt-exp", "report-noisy-max:k=2"],
+           "svt-s:epsilonx=1", "svt-s:allocation=explicit", "svt-exp", "report-noisy-max:k=2",
+           "lyu-alg1:c=5", "svt-s:epsilon=0.5", "fuzz-cli-ok"],
+    "--plugin": PLUGINS,
     "-e": ["0.5", "1", "1e39", "-1", "nan", "inf", "1e-40", "x"],
     "--c": ["3", "0", "30", "-5", str(2**40), "x"],
     "--trials": ["2", "1", "0", "-3", str(2**31), "x"],
@@ -240,7 +251,8 @@ SWEEP_OPTIONS = {
     "--trials": ["2", "0", "x"], "--seed": ["1", str(2**64), "-3"],
     "--x": ["epsilon", "c", "epsilonn", "allocation"], "--y": ["f1", "picks", "f2"],
     "--num-devices": ["1", "0", "9"],
-    "--out": [str(CLI_FILE), "/proc/nope", str(FUZZ_DIR / "out2")],
+    "--out": [str(CLI_FILE), "/proc/nope", str(FUZZ_DIR / "out2"), ""],
+    "--plugin": PLUGINS,
 }
 SWEEP_SWITCHES = ["--no-resume", "--no-plot", "--json", "--no-progress", "--bogus"]
 
@@ -289,10 +301,130 @@ def test_cli_exits_0_or_2_with_one_line():
         else:
             assert out.getvalue().strip(), argv
 
+    from svtjax.mechanisms import base
+
+    before = dict(base._REGISTRY)  # the plugins' mechanisms stay out of later tests
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SVTJAX_NO_CACHE", "1")
         mp.setattr(sim, "run_chunk", stand_in_chunk)
         mp.setattr(plot, "utility_curves", lambda rows, path, **kw: None)
         mp.setattr(cli, "tune_allocator", lambda: None, raising=False)
-        run()
+        try:
+            run()
+        finally:
+            base._REGISTRY.clear()
+            base._REGISTRY.update(before)
     assert os.path.isdir(FUZZ_DIR)
+
+
+# -- plugin files, point files and option combinations (issue 58) -----------------------------
+
+PLUGIN_PARTS = [
+    "",
+    "import sys\nsys.exit(0)\n",
+    "import sys\nsys.exit(3)\n",
+    "raise RuntimeError('broken plugin')\n",
+    "def f(:\n",
+    "import no_such_module_xyz\n",
+    "from svtjax.mechanisms import register\nfrom svtjax.mechanisms.classic import LyuAlg1\n"
+    "@register\nclass LyuAlg1(LyuAlg1):\n    name = 'lyu-alg1'\n",
+    "from svtjax.mechanisms import register\nfrom svtjax.mechanisms.classic import LyuAlg1\n"
+    "@register\nclass Mine(LyuAlg1):\n    name = 'fuzz-mine-{n}'\n",
+    "from svtjax.mechanisms import register\n@register\nclass NotAMechanism:\n    name = 'x'\n",
+    "SWEEP_METRICS = 5\n",
+    "x = 1\n",
+]
+
+
+@settings(max_examples=40, **SETTINGS)
+@given(parts=st.lists(st.sampled_from(range(len(PLUGIN_PARTS))), min_size=1, max_size=3),
+       command=st.sampled_from([["list"], ["simulate", "--trials", "2", "-d", "binary",
+                                           "--c", "3", "-m", "svt-s"]]))
+def test_plugin_files_load_or_say_why_in_one_line(parts, command):
+    """A plugin file made of random fragments (a valid registration, a syntax error, an
+    exception or ``sys.exit`` at import, a built-in name taken again, a class that is not a
+    mechanism): the command exits 0, or 2 with one line, and no registered name changes."""
+    from svtjax.mechanisms import base
+
+    before = dict(base._REGISTRY)
+    n = len(list(FUZZ_DIR.glob("plugin_*.py")))
+    path = FUZZ_DIR / f"plugin_{n}.py"
+    path.write_text("\n".join(PLUGIN_PARTS[i].replace("{n}", str(n)) for i in parts))
+    sim = importlib.import_module("svtjax.simulate")
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("SVTJAX_NO_CACHE", "1")
+            mp.setattr(sim, "run_chunk", stand_in_chunk)
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = cli.main(["--plugin", str(path)] + command)
+        lines = err.getvalue().strip().splitlines()
+        event(f"exit {code}")
+        assert code in (0, 2), (parts, code, err.getvalue())
+        if code == 2:
+            assert len(lines) == 1 and "plugin" in lines[0], (parts, err.getvalue())
+        for name, entry in before.items():
+            assert base._REGISTRY[name] is entry, name  # no name changed meaning
+    finally:
+        base._REGISTRY.clear()
+        base._REGISTRY.update(before)
+
+
+POINT_TOML = FUZZ_DIR / "points.toml"
+POINT_TOML.write_text(_render(BASE, ""))
+JSON_VALUES = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-10, 10**6), st.floats(allow_nan=True),
+              st.text(max_size=5)),
+    lambda inner: st.one_of(st.lists(inner, max_size=3),
+                            st.dictionaries(st.text(max_size=6), inner, max_size=3)),
+    max_leaves=6)
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(edits=st.lists(st.tuples(st.sampled_from(["drop", "set", "stat", "truncate", "whole"]),
+                                st.data()), min_size=1, max_size=3))
+def test_point_files_are_reused_only_when_valid(edits):
+    """A finished point's record altered at random (keys dropped or set to random JSON, a
+    statistic changed, the file truncated or replaced whole): the rerun never fails and never
+    reports other numbers; the record is reused only if it is still a valid record of the
+    point, and recomputed otherwise."""
+    from svtjax import _records
+
+    out = FUZZ_DIR / "points-out"
+    sim = importlib.import_module("svtjax.simulate")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sim, "run_chunk", stand_in_chunk)
+        config = sweep.load_config(POINT_TOML)
+        first = sweep.run(config, out, resume=False, progress=False, log=lambda m: None)
+        paths = sorted((out / "points").glob("*.json"))
+        path = paths[0]
+        good = json.loads(path.read_text())
+        rec: object = json.loads(path.read_text())
+        text = None
+        for kind, data in edits:
+            if kind == "whole":
+                rec = data.draw(JSON_VALUES)
+            elif kind == "truncate":
+                raw = json.dumps(rec)
+                text = raw[:int(data.draw(st.floats(0, 0.999)) * len(raw))]
+            elif isinstance(rec, dict) and kind == "drop" and rec:
+                rec.pop(data.draw(st.sampled_from(sorted(rec))))
+            elif isinstance(rec, dict) and kind == "set":
+                rec[data.draw(st.sampled_from(sorted(good) + ["other"]))] = data.draw(JSON_VALUES)
+            elif isinstance(rec, dict) and kind == "stat" and isinstance(rec.get("stats"), dict):
+                stats = rec["stats"]
+                if stats:
+                    m = data.draw(st.sampled_from(sorted(stats)))
+                    stats[m] = data.draw(st.one_of(JSON_VALUES, st.lists(
+                        st.floats(allow_nan=True), min_size=3, max_size=3)))
+        path.write_text(text if text is not None else json.dumps(rec))
+        pid = path.stem
+        point = next(p for p in config.points if p.point_id(config) == pid)
+        valid = text is None and _records.problem(
+            rec, pid, seed=point.seed(config), metrics=config.metrics, trials=config.trials,
+            quantiles=config.quantiles) is None
+        again = sweep.run(config, out, progress=False, log=lambda m: None)
+    event("valid" if valid else "recomputed")
+    assert again.reused == len(paths) - (0 if valid else 1)
+    if not valid or rec == good:
+        assert [r["mean"] for r in again.rows] == [r["mean"] for r in first.rows]

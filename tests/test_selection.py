@@ -1,9 +1,9 @@
 """The selection mechanisms ``em-peeling`` and ``report-noisy-max``: equivalence, law, privacy.
 
 Sources: Lyu, Su, Li 2017, Section 4.4 (EM run c times at ε/c, weight ε/(2cΔ), ε/(cΔ) for
-monotonic queries, picked items removed; ``seeds/002_8d07cd5bae315f2f.txt``); Ding, Wang, Zhang,
-Kifer 2019, Section 5, Algorithm 1 and Theorem 2 (noisy top-k with Lap(2k/ε), ε/2-DP for
-counting queries; ``seeds/003_7d16f83d65b45607.txt``); Durfee & Rogers 2019 (one-shot Gumbel top-k
+monotonic queries, picked items removed; PVLDB 10(6)); Ding, Wang, Zhang, Kifer 2019, Section
+5, Algorithm 1 and Theorem 2 (noisy top-k with Lap(2k/ε), ε/2-DP for counting queries; PVLDB
+13(3)); Durfee & Rogers 2019 (one-shot Gumbel top-k
 equals EM peeling in law); McKenna & Sheldon 2020 and Ding, Kifer et al. 2021 (report-noisy-max
 with exponential noise is permute-and-flip, ε-DP, k = 1).
 
@@ -543,7 +543,7 @@ AUDITS = [
                          ids=[f"{n}-{'-'.join(f'{k}={v}' for k, v in p.items())}"
                               for n, p in AUDITS])
 def test_exact_output_laws_of_neighbours_within_e_eps(name, params):
-    """The proved ε bounds every likelihood ratio of neighbouring inputs (exact laws, n = 3)."""
+    """The proven ε bounds every likelihood ratio of neighbouring inputs (exact laws, n = 3)."""
     mech = svtjax.get(name, **params)
     eps = mech.privacy().epsilon()
     delta = params.get("sensitivity", 1.0)

@@ -92,10 +92,14 @@ def test_unsupported_mechanism_gets_empty_columns_and_one_log_line(tmp_path, mon
     for r in res.rows:
         filled = r["mechanism"] == "svt-s"
         assert all((r[f"exact_{m}"] is not None) == filled for m in ("ser", "ncr", "picks"))
-    with open(tmp_path / "out" / "results.csv") as f:
+    with open(tmp_path / "out" / "results.csv") as f:  # the tidy table: no exact columns
+        assert not any(c.startswith("exact_") for c in f.readline().strip().split(","))
+    with open(tmp_path / "out" / "exact.csv") as f:  # one row per point, empty where no law
         header = f.readline().strip().split(",")
         em = [line.strip().split(",") for line in f if ",em-peeling," in line]
-    assert em and all(row[header.index("exact_ser")] == "" for row in em)
+    assert len(em) == 3 and all(row[header.index("exact_ser")] == "" for row in em)
+    on_disk = sweep.read_results(tmp_path / "out")
+    assert [r["exact_ser"] for r in on_disk] == [r["exact_ser"] for r in res.rows]
     side = json.loads((tmp_path / "out" / "results.json").read_text())
     assert list(side["exact"]["empty"]) == ["em-peeling"]
 

@@ -110,7 +110,7 @@ LYU17_ZIPF_ITEMS = 10_000
 def lyu_zipf(records: int = LYU17_ZIPF_RECORDS, n: int = LYU17_ZIPF_ITEMS) -> Dataset:
     """Lyu et al. 2017's zipf dataset: ``records`` records over ``n`` items, as item supports.
 
-    Derivation. The slides' dataset table (``seeds/001_*.txt``, "Experiment") lists
+    Derivation. The slides' dataset table (the slides of Lyu, Su, Li 2017, "Experiment") lists
     ``zipf | 10,00,000 | 10,000`` under #Records and #Items; 10,00,000 is Indian digit grouping
     for 1,000,000 (ten lakh). The paper (Sec. 5) and slides state no exponent; Zipf's law
     without one is exponent 1, P(item i) = (1/i)/H_n with H_n = Σ_{j<=n} 1/j (H_10000 =

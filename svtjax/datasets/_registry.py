@@ -1,7 +1,7 @@
 """What svtjax knows about each real dataset: provenance, published counts, paper thresholds,
 public home.
 
-Published counts come from the seed papers (``../shared/seeds``): Lyu et al. 2017 Table 1 (and its
+Published counts come from the papers: Lyu et al. 2017 Table 1 (and its
 slides), Ding et al. 2019 Table 2, Liu et al. 2024 Table 2, and from the FIMI repository's data
 descriptions. ``num_transactions``/``num_items`` of a :class:`Spec` are what a complete copy of the
 data must give; :func:`svtjax.datasets.fetch` and :func:`svtjax.datasets.from_transactions` check

@@ -1,12 +1,11 @@
 """The ε1 : ε2 split that maximises the exact expected utility on a given dataset.
 
-Lyu, Su, Li 2017 (``seeds/002_8d07cd5bae315f2f.txt``, §4.2 Eq. 13, §4.3) choose ε1 : ε2 =
-1 : (2c)^(2/3) (1 : c^(2/3) for monotonic queries) by minimising the variance of ν − ρ; Liu et
-al. 2024 (``seeds/000_1a5bc23d8ed4c914.txt``, Eq. 6, Table 4) do the same for other query-noise
-families. Both ignore the data. With the exact E[SER] the split can be optimised for the data
-itself: :func:`optimal_allocation` searches the threshold share θ = ε1 / (ε1 + ε2) on a logit
-grid, then refines with bounded Brent iterations, each point an exact evaluation.
-"""
+Lyu, Su, Li 2017 (PVLDB 10(6), §4.2 Eq. 13, §4.3) choose ε1 : ε2 = 1 : (2c)^(2/3) (1 : c^(2/3) for
+monotonic queries) by minimising the variance of ν − ρ; Liu, Wang, Liu, Li, Chen 2024 (PVLDB
+18(2), Eq. 6, Table 4) do the same for other query-noise families. Both ignore the data. With the
+exact E[SER] the split can be optimised for the data itself: :func:`optimal_allocation` searches
+the threshold share θ = ε1 / (ε1 + ε2) on a logit grid, then refines with bounded Brent
+iterations, each point an exact evaluation. """
 
 from __future__ import annotations
 

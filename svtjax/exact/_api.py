@@ -1,7 +1,7 @@
 """Public entry points of ``svtjax.exact``: selection laws and expected utility, no sampling.
 
-References: Lyu, Su, Li 2017 (``seeds/002_8d07cd5bae315f2f.txt``), Section 5 (SER, FNR; the
-top-c experiments); the slides (``seeds/001_4cfba993e2d10002.txt``: NCR); DESIGN.md "Metrics".
+References: Lyu, Su, Li 2017, Section 5 (SER, FNR; the
+top-c experiments); the slides of Lyu, Su, Li 2017 (NCR).
 """
 
 from __future__ import annotations
@@ -323,7 +323,7 @@ def expected_metrics(mech: Any, queries: Any, thresholds: Any, *, shuffle: bool 
 
     ``queries`` are the item scores (supports, ≥ 0 with a positive top-c total, as
     ``svtjax.metrics.ser`` requires); S is the answer set the metrics score: the first c ⊤
-    (DESIGN.md "Metrics"). Exact expectations, because the metric is linear in the indicators
+    (``svtjax.metrics``). Exact expectations, because the metric is linear in the indicators
     {i ∈ S}:
 
     * ``"ser"`` E[SER] (Lyu'17 §5) and ``"ncs"`` = 1 − E[SER]; ``"ncr"`` E[NCR] (slides);

@@ -6,7 +6,7 @@ the query noise ν; item i passes with probability p_i(z) = sf_ν(z − d_i) (fa
 cdf_ν(z − d_i), computed directly so that 1 − p keeps its accuracy). All are pure JAX functions
 of those arrays (jit-able, differentiable in ``wz``, ``d`` and ν's scale).
 
-References (``seeds/002_8d07cd5bae315f2f.txt``): Lyu, Su, Li 2017, Figure 1 lines 1-10 (the
+References: Lyu, Su, Li 2017, Figure 1 lines 1-10 (the
 loop: ρ once, ν_i per query, halt after c ⊤) and Algorithm 2 line 5 (ρ redrawn after a ⊤).
 """
 
@@ -1004,7 +1004,7 @@ def answer_probabilities(z, wz, d, query, vectors, *, resample: bool = False):
 
     ``query`` has a scalar scale here (one law at a time). Without resampling
     P(a) = ∫ f_ρ(z) Π_{a_i=⊤} p_i(z) Π_{a_i=⊥} (1 − p_i(z)) dz (the oracle of
-    ``tests/test_distribution.py``, DESIGN.md "Distribution tests"). With resampling (Lyu'17
+    ``tests/test_distribution.py``, ``docs/guides/correctness.md``). With resampling (Lyu'17
     Algorithm 2) every ⊤ closes a segment whose ρ is independent of the others, so P(a) is the
     product over segments of such integrals, each over its own positions.
     """

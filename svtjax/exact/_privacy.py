@@ -16,7 +16,7 @@ svt-gap's gaps, svt-s's noisy answers with ε3) leak more through them; for roth
 q_i + ν_i bounds ρ from one side, which makes its loss unbounded (Lyu, Su, Li 2017, Theorem 3).
 
 Why the non-private variants fail on answer vectors alone (Lyu'17 §3, Theorems 4-5;
-``seeds/002_8d07cd5bae315f2f.txt``):
+Lyu, Su, Li 2017, PVLDB 10(6)):
 
 * ``stoddard`` (no query noise): ⊤ at i iff q_i ≥ T + ρ, so an answer vector pins ρ to an
   interval; on the "alternating swap" pair (q = 0, Δ, 0, Δ, …, q′ = Δ, 0, Δ, 0, …, T = Δ/2)
@@ -202,7 +202,7 @@ def format_audit(mech: Any, losses: list[PrivacyLoss]) -> str:
     lines = [f"mechanism        {mech.name}",
              f"claim            {guarantee.statement}",
              f"nominal ε        {nominal:g}",
-             f"proved ε         {'none (not private)' if math.isinf(proven) else f'{proven:g}'}",
+             f"proven ε         {'none (not private)' if math.isinf(proven) else f'{proven:g}'}",
              "exact loss over answer vectors (T = threshold, n queries; svtjax.exact.audit):"]
     for r in losses:
         lines.append(f"  {show(r.epsilon):>10}  {r.name:<24} vector {_vector(r.vector)}  "

@@ -3,7 +3,7 @@
 Given the noisy threshold's noise ρ = z, the items' comparisons are independent: item i passes
 with probability p_i(z) = P(q_i + ν_i ≥ T_i + shift + z) = sf_ν(z − d_i), d_i = q_i − T_i − shift.
 Every exact quantity is then ∫ f_ρ(z) Φ(z) dz for some Φ built from the p_i (Lyu, Su, Li 2017,
-``seeds/002_8d07cd5bae315f2f.txt``, Section 3's proofs condition on ρ the same way). This
+Lyu, Su, Li 2017, PVLDB 10(6), Section 3's proofs condition on ρ the same way). This
 module builds the composite Gauss–Legendre rule for that integral, on the host, from concrete
 numbers; the kernels evaluate Φ at its nodes in JAX (``svtjax.exact._laws``).
 
@@ -14,8 +14,8 @@ Where Φ is not smooth, Gauss–Legendre converges slowly, so the panel edges ar
 2. **Base edges** graded for the threshold density, its non-smooth point included: the Laplace
    kink at 0 (Lyu'17 Algorithm 1 line 1), the exponential's jump at 0.
 3. **Kinks of the query noise**: p_i(z) is not smooth at z = d_i for Laplace ν (a jump in the
-   second derivative), exponential ν (a jump in the first derivative; Liu et al. 2024,
-   ``seeds/000_1a5bc23d8ed4c914.txt``, Algorithm 2 line 6) and noiseless comparisons (a jump;
+   second derivative), exponential ν (a jump in the first derivative; Liu, Wang, Liu, Li,
+   Chen 2024, PVLDB 18(2), Algorithm 2 line 6) and noiseless comparisons (a jump;
    Lyu'17 Algorithm 5). An unresolved kink inside a panel of width h costs about
    w · (h / b_ν)^κ (κ = 3, 2, 0 respectively; b_ν the query-noise scale; w the ρ-density at the
    kink times its multiplicity), so a greedy pass over the sorted distinct kinks makes a kink a

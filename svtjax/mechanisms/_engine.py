@@ -1,4 +1,4 @@
-"""The one engine every threshold mechanism runs on (DESIGN.md, "Writing a mechanism").
+"""The one engine every threshold mechanism runs on (``docs/architecture.md``).
 
 A mechanism supplies a rule (:class:`svtjax.mechanisms.ThresholdMechanism`: streams, state,
 step, halting, optionally a block form); this module runs it for a batch of trials:

@@ -11,7 +11,7 @@ Outcome: ``answers`` 1/0/-1, ``values`` the released gap (NaN on ⊥), ``cost`` 
 budget (ε2 top, ε1 middle, 0 ⊥) — the branch of a ⊤ is read from its cost. The threshold's ε0 is
 up-front (``privacy()``); :meth:`AdaptiveSVTGap.remaining` gives the budget left over.
 
-Stopping is decided exactly (DESIGN.md): with n1 middle and n2 top answers,
+Stopping is decided exactly: with n1 middle and n2 top answers,
 cost = ε0 + n1 ε1 + n2 ε2 > ε − ε1  ⟺  2 n1 + n2 > 2(k − 1), evaluated on integers.
 
 Stopping rule (``stopping``, static): ``"exact"`` (default) decides line 15 on the integer

@@ -1,6 +1,6 @@
 """Mechanism base class, the registry, and block-wise random streams.
 
-Randomness layout (DESIGN.md, "Rules that keep it fast"): a trial key is split into named
+Randomness layout (``docs/guides/performance.md``): a trial key is split into named
 streams with ``fold_in(key, stream_id(name))``; position ``p`` of a stream comes from block
 ``p // BLOCK``, drawn as ``standard(fold_in(stream_key, p // BLOCK), (BLOCK,))[p % BLOCK]``.
 The number at a position therefore depends only on (trial key, stream, position): a kernel that
@@ -268,12 +268,14 @@ def register(cls: Optional[type] = None, *, reference: Optional[Callable] = None
       cls: the class (a subclass of ``ThresholdMechanism`` for a rule on the engine).
       reference: its numpy reference (see :class:`Registration`).
       cases: its test cases (``svtjax.testing.Case``).
-      replace: allow re-registering a name with another class (e.g. a notebook cell run
-        twice); otherwise a taken name is an error.
+      replace: allow re-registering a name of one's own with another class object (e.g. a
+        notebook cell run twice); otherwise any second registration of a name by a different
+        class object is an error. A built-in name can never be replaced.
 
     Raises:
       TypeError: no ``name``, not a Mechanism subclass, or a reference that is not callable.
-      ValueError: the name is taken by another class (and ``replace`` is False).
+      ValueError: the name is taken by another class object (and ``replace`` is False), or
+        is a built-in's.
     """
     def apply(cls):
         if not isinstance(cls, type) or not issubclass(cls, Mechanism):
@@ -286,10 +288,14 @@ def register(cls: Optional[type] = None, *, reference: Optional[Callable] = None
         if not dataclasses.is_dataclass(cls) or "__dataclass_fields__" not in cls.__dict__:
             cls = pytree_dataclass(cls)
         old = _REGISTRY.get(cls.name)
-        if old is not None and old.cls.__qualname__ != cls.__qualname__ and not replace:
-            raise ValueError(f"registry name {cls.name!r} is already taken by "
-                             f"{old.cls.__name__}; choose another name (a registry name never "
-                             "changes meaning)")
+        if old is not None and old.cls is not cls and old.cls.__module__.startswith("svtjax."):
+            raise ValueError(f"registry name {cls.name!r} is svtjax's built-in "
+                             f"{old.cls.__qualname__}; a built-in name never changes meaning, "
+                             "even with replace=True: choose another name")
+        if old is not None and old.cls is not cls and not replace:
+            where = f"{old.cls.__module__}.{old.cls.__qualname__}"
+            raise ValueError(f"registry name {cls.name!r} is already taken by {where}; choose "
+                             "another name (a registered name never changes meaning)")
         _REGISTRY[cls.name] = Registration(cls, reference, tuple(cases))
         return cls
 

@@ -1,7 +1,7 @@
 """SVT with exponential query noise, threshold correction and appending (Liu et al. 2024).
 
 Liu, Wang, Liu, Li, Chen. "Unleash the Power of Ellipsis: Accuracy-enhanced Sparse Vector
-Technique with Exponential Noise", PVLDB 18(2), 2024 (``seeds/000_1a5bc23d8ed4c914.txt``):
+Technique with Exponential Noise", PVLDB 18(2), 2024:
 Algorithm 2 (SVT-Exp), Theorem 3 (privacy), Eq. 6 / Table 4 (allocation), Eq. 8-9 and
 Algorithms 3-4 (optimal correction), Section 4.4 (appending), Table 3 (baselines).
 
@@ -134,7 +134,8 @@ class SVTExp(Figure1):
       c: cut-off, the number of ⊤ before halting (integer ≥ 1).
       sensitivity: Δ > 0.
       correction_k: k of Eq. 8 (negatives per positive), needed by ``correction="optimal"``;
-        the paper's experiments use ⌊m/c⌋ for m queries.
+        the paper's experiments use ⌊m/c⌋ for m queries, and so do ``svtjax sweep`` and
+        ``svtjax simulate`` when it is not given (the dataset's item count m).
       alpha: error tolerance α ≥ 0 of Eq. 8 (paper default 0).
       delta: δ of SVT-Gau's calibration (``noise="gaussian"`` only; the paper uses 1/n).
       correction_value: the r added to every threshold. Set from ``correction``; pass a number
@@ -158,7 +159,10 @@ class SVTExp(Figure1):
     c: Any = dataclasses.field(default=None, metadata={"required": True})
     sensitivity: Any = 1.0
     correction_k: Any = dataclasses.field(default=None, metadata={
-        "required_when": "correction='optimal' (the default)"})
+        "required_when": "correction='optimal' (the default); a sweep sets floor(n/c) for n "
+                         "items",
+        "from_data": lambda params, n, c: (
+            max(1, n // c) if params.get("correction", "optimal") == "optimal" else None)})
     alpha: Any = 0.0
     delta: Any = None
     correction_value: Any = None

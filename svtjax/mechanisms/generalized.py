@@ -1,11 +1,10 @@
 """Generalized and stage-wise SVT of Zhu & Wang (2020), Algorithms 2 and 3.
 
-Zhu, Wang. "Improving Sparse Vector Technique with Rényi Differential Privacy", NeurIPS 2020
-(``seeds/004_bdeae1095d972a05.txt``): Algorithm 2 (generalized SVT: any noise-adding mechanisms
-M_ρ, M_ν, cut-off c, max-length k_max, option RESAMPLE), Algorithm 3 (stage-wise generalized
-SVT: Algorithm 2 restarted with a fresh threshold after every c′ ⊤, per-stage cap k′_max), and
-their privacy: Theorem 8, Proposition 10, Theorem 11, Theorem 12, Lemma 7 (see
-``svtjax.accounting``).
+Zhu, Wang. "Improving Sparse Vector Technique with Rényi Differential Privacy", NeurIPS 2020:
+Algorithm 2 (generalized SVT: any noise-adding mechanisms M_ρ, M_ν, cut-off c, max-length k_max,
+option RESAMPLE), Algorithm 3 (stage-wise generalized SVT: Algorithm 2 restarted with a fresh
+threshold after every c′ ⊤, per-stage cap k′_max), and their privacy: Theorem 8, Proposition 10,
+Theorem 11, Theorem 12, Lemma 7 (see ``svtjax.accounting``).
 
 Both are rules on the one engine. Algorithm 2 is Lyu et al.'s Figure 1 loop
 (``classic.Figure1``) with the noise-adding mechanisms T̂ = T + ρ and q̂_i = q_i + ν_i for any

@@ -1,4 +1,4 @@
-"""Threshold mechanisms as rules: what a mechanism author writes (DESIGN.md, "Writing a mechanism").
+"""Threshold mechanisms as rules: what a mechanism author writes (``docs/architecture.md``).
 
 A threshold mechanism (an SVT variant) is a frozen pytree whose numeric parameters are traced
 leaves, plus a few pure functions of **one trial** that the one engine

@@ -33,10 +33,9 @@ Choices (documented here, tested in ``tests/test_selection.py``):
 
 References:
   Lyu, Su, Li. Understanding the Sparse Vector Technique for Differential Privacy. PVLDB 10(6),
-  2017, Section 4.4 (``seeds/002_8d07cd5bae315f2f.txt``).
+  2017, Section 4.4.
   Ding, Wang, Zhang, Kifer. Free Gap Information from the Differentially Private Sparse Vector
-  and Noisy Max Mechanisms. PVLDB 13(3), 2019, Section 5, Algorithm 1, Definition 7, Theorem 2
-  (``seeds/003_7d16f83d65b45607.txt``).
+  and Noisy Max Mechanisms. PVLDB 13(3), 2019, Section 5, Algorithm 1, Definition 7, Theorem 2.
   Durfee, Rogers. Practical Differentially Private Top-k Selection with Pay-what-you-get
   Composition. NeurIPS 2019 (one-shot Gumbel top-k equals exponential-mechanism peeling in law).
   McSherry, Talwar. Mechanism Design via Differential Privacy. FOCS 2007 (the exponential
@@ -47,8 +46,7 @@ References:
   Dwork, Roth. The Algorithmic Foundations of Differential Privacy, 2014, Claim 3.9 (Report
   Noisy Max).
   Liu, Wang, Liu, Li, Chen. Unleash the Power of Ellipsis: Accuracy-enhanced SVT with Exponential
-  Noise. PVLDB 18(2), 2024, Section 6 / Table 3, "SVT-Exp upper bound"
-  (``seeds/000_1a5bc23d8ed4c914.txt``).
+  Noise. PVLDB 18(2), 2024, Section 6 / Table 3, "SVT-Exp upper bound".
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Written from Algorithm 2's pseudo-code, line by line; never calls the JAX kernel
 term of line 3 is Algorithm 3 (``svtjax.correction``, host float64 code tested separately
 against closed forms and quadrature). Draws are the kernel's standard variates: the evaluation
 of the k-th item of the (shuffled) order in traversal p uses ``draws.query[p * n + k]`` (and
-``draws.refresh[p * n + k]`` for RESAMPLE), the multi-pass layout of DESIGN.md.
+``draws.refresh[p * n + k]`` for RESAMPLE), the engine's multi-pass layout.
 
 Rounding: T_i + r is formed first, then compared with q_i + ν_i against (T_i + r) + ρ, the
 grouping the kernel uses; noise scales are computed in float64 and rounded once to the queries'
