@@ -71,7 +71,7 @@ a correct kernel (except with probability 1 − confidence).
 
 References:
   Lyu, Su, Li. Understanding the Sparse Vector Technique for Differential Privacy. PVLDB 10(6),
-  2017, Algorithms 1-6, Theorems 3-5 (``seeds/002_8d07cd5bae315f2f.txt``).
+  2017, Algorithms 1-6, Theorems 3-5.
   Ding, Wang, Wang, Zhang, Kifer. Detecting Violations of Differential Privacy. CCS 2018
   (StatDP: the input patterns, event search on one sample, a test on a fresh one).
   Bichsel, Steffen, Bogunovic, Vechev. DP-Sniper: Black-Box Discovery of Differential Privacy

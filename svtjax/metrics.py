@@ -29,7 +29,7 @@ is ``|S ∩ Top-c|``.
 ``fnr``               false negative rate, the fraction of the true top-c missed: ``1 - TP / c``
                       (Lyu et al. 2017, Sec. 5).
 ``ser``               support error rate ``1 - sum_{i in S} s_i / sum_{j<=c} s_(j)`` (Lyu et al.
-                      2017, Sec. 5, extended to ``|S| < c`` as in DESIGN.md: a missing pick
+                      2017, Sec. 5, extended to ``|S| < c``: a missing pick
                       counts as zero support; equals ``1 - avgSup(S)/avgSup(Top-c)`` when
                       ``|S| = c``). An empty answer scores 1.
 ``ncs``               normalized cumulative support ``sum_{i in S} s_i / sum_{j<=c} s_(j)``
@@ -574,7 +574,7 @@ def ser(selected: ArrayLike, scores: ArrayLike, c: Any) -> Array:
     """Support error rate: ``1 - sum_{i in S} s_i / sum_{j <= c} s_(j)``.
 
     Equals Lyu et al.'s ``1 - avgSup(S) / avgSup(Top_c)`` when ``|S| = c``; for ``|S| < c`` the
-    missing picks count as zero support (DESIGN.md, "Metrics"), so an empty answer scores 1.
+    missing picks count as zero support, so an empty answer scores 1.
 
     Args:
       selected: int ``[..., k]``, picked item indices in stream order, padded with -1.

@@ -1,5 +1,5 @@
 """The table of mechanism configurations that drives the equivalence and no-retrace tests,
-read from the registry (STYLE.md, "Tests: table-driven"): every registered mechanism's test
+read from the registry (table-driven): every registered mechanism's test
 cases (``svtjax.mechanisms.register(..., cases=[...])``), so a new mechanism is tested by being
 registered, with no list here to edit."""
 

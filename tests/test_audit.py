@@ -1,7 +1,7 @@
 """svtjax.audit: lower bounds on ε, output cells, the search, and ``svtjax audit``.
 
 Statistical tests use fixed seeds; each states why a correct implementation fails it with
-probability below 1e-4 (DESIGN.md: suite-wide below 1/number-of-tests).
+probability below 1e-4 (suite-wide below 1/number-of-tests).
 """
 
 import json

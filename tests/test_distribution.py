@@ -1,7 +1,7 @@
 """Distribution tests: whole answer vectors of the Lyu'17 SVT variants against an exact oracle.
 
 For Algorithms 1, 2, 4, 6 and 7 (general and monotonic) of Lyu, Su & Li 2017
-(``seeds/002_8d07cd5bae315f2f.txt``, Figure 1-2 and Algorithm 7), each case simulates 10^5
+(Lyu, Su, Li 2017, PVLDB 10(6), Figure 1-2 and Algorithm 7), each case simulates 10^5
 trials on a short stream (n = 6, c <= 3) with ``svtjax.simulate`` in float64 and compares the
 empirical distribution of the whole answer vector (⊤ / ⊥ / not evaluated at every position)
 with exact probabilities computed by numerical integration over the threshold noise ρ:

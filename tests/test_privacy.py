@@ -1,9 +1,9 @@
-"""Privacy claims are tested, not asserted (DESIGN.md): every registered mechanism's ``privacy()``
+"""Privacy claims are tested, not asserted: every registered mechanism's ``privacy()``
 against its paper, the RDP conversions of ``svtjax.accounting`` against independent evaluations,
 and the registry's input errors.
 
 Sources:
-  Lyu, Su, Li (2017), Figure 2 and Theorems 2-7 (seeds/002_...). Algorithms 1 and 2 are ε-DP;
+  Lyu, Su, Li (2017), Figure 2 and Theorems 2-7. Algorithms 1 and 2 are ε-DP;
   Algorithms 3, 5 and 6 are not ε′-DP for any finite ε′ (Theorems 3, 4, 5); Algorithm 4 is
   ((1+6c)/4)ε-DP (Sec. 3.3, via Theorem 6); Algorithm 7 is (ε1+ε2+ε3)-DP (Theorem 6, Theorem 7
   for monotonic queries with ν = Lap(cΔ/ε2)).

@@ -3,6 +3,8 @@
 import pathlib
 import re
 
+import pytest
+
 README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
 
 
@@ -72,3 +74,25 @@ def test_readme_links_resolve():
     for target in re.findall(r"\]\(([^)#]+)\)", README.read_text()):
         if "://" not in target:
             assert (README.parent / target).exists(), target
+
+
+def test_the_repository_stands_alone():
+    """No tracked file points to files outside the repository (the development notes and paper
+    texts beside a checkout are not part of it): papers are cited by authors, venue and
+    section, and the docs by their path in docs/."""
+    import subprocess
+
+    root = README.parent
+    listed = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True)
+    if listed.returncode != 0:
+        pytest.skip("not a git checkout")
+    names = listed.stdout.split()
+    words = ["DESIGN" + ".md", "STYLE" + ".md", "../" + "shared", "seeds" + "/0"]
+    found = []
+    for name in names:
+        path = root / name
+        if path.suffix not in (".py", ".md", ".toml", ".cc", ".yml", ".cff", ".txt", ".cfg"):
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        found += [f"{name}: {w}" for w in words if w in text]
+    assert not found, found

@@ -35,9 +35,9 @@ variant of one's own of that form. Other mechanisms raise ``ValueError`` naming 
 
 References:
   Lyu, Su, Li. Understanding the Sparse Vector Technique for Differential Privacy. PVLDB 10(6),
-  2017 (``seeds/002_8d07cd5bae315f2f.txt``): Figure 1, Algorithms 1-7, Section 5 metrics.
-  Liu et al. 2024 (``seeds/000_1a5bc23d8ed4c914.txt``): Algorithm 2, Table 4.
-  Zhu, Wang 2020 (``seeds/004_bdeae1095d972a05.txt``): Algorithm 2.
+  2017: Figure 1, Algorithms 1-7, Section 5 metrics.
+  Liu et al. 2024: Algorithm 2, Table 4.
+  Zhu, Wang 2020: Algorithm 2.
 """
 
 from svtjax.exact._adapter import SHARE_SUPPORTED, ThresholdLaw, law, law_at_share, supported

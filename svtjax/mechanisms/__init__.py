@@ -1,16 +1,16 @@
 """The mechanism registry and the rule contract.
 
 * ``get(name, **params)``, ``names()``, ``parameters(name)``, ``registry()`` — the registry
-  (DESIGN.md, "Registry"; a name never changes meaning).
+  (a registered name never changes meaning).
 * ``ThresholdMechanism``, ``Inputs``, ``Written``, ``CountState``, ``cutoff_block`` — how a
   threshold mechanism is written: a rule of a few pure functions that the one engine runs
-  (DESIGN.md, "Writing a mechanism"; ``svtjax.mechanisms.rules``).
+  (``svtjax.mechanisms.rules``; the guide ``docs/guides/own-mechanism.md``).
 * ``register`` — adds a mechanism (one's own too) with its numpy reference and test cases;
   ``static_field`` marks a structural parameter.
 """
 
 # Importing a family module registers its mechanisms; the import order is the registry order
-# (DESIGN.md's table): classic (Lyu'17 Algorithms 1-7, svt-retr, svt-gap), selection
+# (the README's table): classic (Lyu'17 Algorithms 1-7, svt-retr, svt-gap), selection
 # (em-peeling, report-noisy-max, noisy-top-k-gap), adaptive (adaptive-svt-gap), exponential
 # (svt-exp), generalized (generalized-svt, stagewise-svt), flip (permute-and-flip,
 # report-noisy-max-exp, gumbel-top-k).

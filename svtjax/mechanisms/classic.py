@@ -1,7 +1,7 @@
 """The classic SVT variants of Lyu, Su & Li (2017): Algorithms 1-7, as rules on the one engine.
 
 Lyu, Su, Li. "Understanding the Sparse Vector Technique for Differential Privacy", PVLDB 10(6),
-2017 (``seeds/002_8d07cd5bae315f2f.txt``): Figure 1 (Algorithms 1-6), Figure 2 (their noise
+2017: Figure 1 (Algorithms 1-6), Figure 2 (their noise
 scales and privacy properties), Section 3 (Theorems 2-5), Section 4 (Algorithm 7, Theorems 6-7,
 budget allocation Eq. 13), §4.4 and §5 (SVT-ReTr).
 
@@ -516,7 +516,7 @@ class SVTS(Figure1):
 @pytree_dataclass
 class SVTReTr(SVTS):
     """SVT with retraversal and a raised threshold, "SVT-ReTr" (Lyu et al. 2017, §4.4 and §5;
-    slides ``seeds/001``: SVT-ReTr-1:c^(2/3)-1D/3D/5D).
+    the paper's slides: SVT-ReTr-1:c^(2/3)-1D/3D/5D).
 
     SVT-S (Algorithm 7) run on the stream "all items, then again the items not yet selected, ..."
     with every threshold raised by ``raise_by`` times the query-noise scale D (§5: "increases the
