@@ -50,7 +50,6 @@ import argparse
 import dataclasses
 import datetime as _dt
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -601,6 +600,9 @@ def parser() -> argparse.ArgumentParser:
                 "every registered mechanism and every JAX generator; write a JSON record.")
     p.add_argument("--quick", action="store_true",
                    help="smoke test: svt-s only, one tiny case, no subprocess checks")
+    p.add_argument("--plugin", action="append", default=[], metavar="MODULE_OR_FILE",
+                   help="import a module or .py file of your own first (repeatable): its "
+                        "registered mechanisms are timed with the others (--only NAME)")
     p.add_argument("--out", type=Path, default=None,
                    help="directory for the JSON record (default: benchmarks/results)")
     p.add_argument("--repeats", type=_positive, default=None,
@@ -689,17 +691,14 @@ def config_from_args(args: argparse.Namespace) -> Config:
 
 
 def _check_out_dir(out_dir: Path) -> None:
-    """Creates the record's directory or says in one line why it cannot be used."""
-    if out_dir.exists() and not out_dir.is_dir():
-        raise UsageError(f"--out {out_dir} is not a directory; give a directory for the JSON "
-                         "record (it is created if missing)")
+    """Creates the record's directory or says in one line why it cannot be used (the command
+    line's own check of a directory option)."""
+    from svtjax import cli
+
     try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise UsageError(f"--out {out_dir}: cannot create the directory "
-                         f"({err.strerror or err})") from err
-    if not os.access(out_dir, os.W_OK | os.X_OK):
-        raise UsageError(f"--out {out_dir}: the directory is not writable")
+        cli._writable_dir("--out", str(out_dir))
+    except cli.UsageError as err:
+        raise UsageError(str(err)) from err
 
 
 def save(record: dict, out_dir: Path) -> Path:
@@ -720,6 +719,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = parser().parse_args(argv)
+        if args.plugin:  # svtjax bench takes them out before this parser; a direct call does not
+            from svtjax import _plugins
+
+            for entry in args.plugin:
+                try:
+                    _plugins.load(entry)
+                except _plugins.PluginError as err:
+                    raise UsageError(str(err)) from err
         cfg = config_from_args(args)
         if not args.no_save:  # the record's directory is checked before the timings, not after
             _check_out_dir(Path(args.out) if args.out is not None else RESULTS_DIR)

@@ -1552,6 +1552,9 @@ def _build_parser() -> argparse.ArgumentParser:
                         help="δ of the bound (default: the δ of the mechanism's claim)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE_OR_FILE",
+                        help="import a module or .py file of your own first (repeatable): the "
+                             "mechanisms it registers can then be audited by name")
     parser.add_argument("--exact", action="store_true",
                         help="no sampling: the exact loss over answer vectors on documented "
                              "short neighbouring pairs (svtjax.exact.audit)")
@@ -1653,6 +1656,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except SystemExit as exit_:  # --help (0) or a usage error (2, one line printed)
         return exit_.code if isinstance(exit_.code, int) else 2
     try:
+        if args.plugin:  # svtjax audit takes them out before this parser; python -m does not
+            from svtjax import _plugins
+
+            for entry in args.plugin:
+                _plugins.load(entry)
         if args.exact:  # svtjax.exact: every answer vector by quadrature over ρ, no trials
             print(_run_exact(args))
             return 0

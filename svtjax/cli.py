@@ -314,7 +314,10 @@ def _cmd_bench(args, rest: list[str]) -> int:
     if pathlib.Path(harness.__file__).resolve().parent != folder:
         raise UsageError(f"a different 'benchmarks' package is already imported "
                          f"({harness.__file__}); run svtjax bench in a fresh process")
-    return int(harness.main(rest) or 0)
+    try:
+        return int(harness.main(rest) or 0)
+    except SystemExit as exit_:  # its argparse: --help (0)
+        return exit_.code if isinstance(exit_.code, int) else 0
 
 
 def _default_out(name: str) -> str:

@@ -16,7 +16,8 @@ def test_version():
     assert code == 0 and out.strip() == f"svtjax {svtjax.__version__}", err
 
 
-@pytest.mark.parametrize("command", [[], ["list"], ["simulate"], ["sweep"], ["reproduce"]])
+@pytest.mark.parametrize("command", [[], ["list"], ["simulate"], ["sweep"], ["reproduce"],
+                                     ["audit"], ["bench"]])
 def test_every_help_lists_plugin_and_has_no_doubled_percent(command):
     code, out, err = run_cli(command + ["--help"])
     assert code == 0, err

@@ -16,23 +16,10 @@ import svtjax
 from svtjax import _identity, _plugins, sweep
 from svtjax.mechanisms import base, register
 from tests.stand_ins import no_kernels, run_cli
+from tests.test_cli import TINY  # the tiny sweep of the command-line tests
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
-TINY = """
-[sweep]
-name = "tiny"
-trials = 40
-datasets = [{ name = "zipf", n = 120 }]
-metrics = ["f1", "ser"]
-shuffle = false
-[grid]
-epsilon = [0.5, 2.0]
-c = [4]
-[[mechanisms]]
-name = "svt-s"
-monotonic = true
-"""
 
 
 @pytest.fixture(autouse=True)
