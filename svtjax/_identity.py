@@ -118,6 +118,23 @@ def _roots(obj: Any) -> list[types.ModuleType]:
     return out
 
 
+def _unfiled(obj: Any) -> list:
+    """The classes (of a class's MRO) or function of ``obj`` defined outside svtjax in a module
+    without a source file (``__main__`` of a notebook or ``python -c``): hashed by their own
+    source where ``inspect`` finds it."""
+    while isinstance(obj, functools.partial):
+        obj = obj.func
+    out = []
+    for item in (obj.__mro__ if isinstance(obj, type) else (obj,)):
+        module = inspect.getmodule(item)
+        name = getattr(item, "__module__", "") or ""
+        if name in ("builtins", "abc") or name == "svtjax" or name.startswith("svtjax."):
+            continue
+        if module is None or not getattr(module, "__file__", None):
+            out.append(item)
+    return out
+
+
 def _partial_args(obj: Any) -> str:
     args = []
     while isinstance(obj, functools.partial):
@@ -154,6 +171,11 @@ def user_code_hash(*objs: Optional[Any]) -> str:
                  .encode())
         h.update(_partial_args(obj).encode())
         stack = [m for m in _roots(obj) if _is_user_module(m)]
+        for item in _unfiled(obj):  # e.g. a class defined in a notebook cell
+            try:
+                h.update(inspect.getsource(item).encode())
+            except (OSError, TypeError):  # no source to name it by: never reused elsewhere
+                h.update(f"<unsourced {item!r} in process {os.getpid()} at {id(item)}>".encode())
         while stack:
             module = stack.pop()
             if module.__name__ in seen:

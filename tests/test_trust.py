@@ -349,3 +349,29 @@ def test_a_sweep_refuses_what_simulate_refuses_for_svt_gap():
     raw["sweep"]["threshold"] = 0.0
     raw["sweep"]["datasets"][0]["high"] = 1000.0
     assert len(sweep.load_config(raw).points) == 1
+
+
+def test_a_mechanism_without_a_source_file_is_hashed_by_its_source_or_never_reused():
+    """A class defined where no file holds it (a notebook cell, ``python -c``): its own source
+    names it where ``inspect`` finds it; otherwise its hash is unique to the process, so a
+    stored point is recomputed rather than trusted."""
+    import types
+
+    from svtjax.mechanisms.classic import LyuAlg1
+
+    def make(body):
+        module = types.ModuleType("notebook_cell")  # no __file__
+        sys.modules["notebook_cell"] = module
+        try:
+            exec(f"class Cell(LyuAlg1):\n    name = 'cell'\n    {body}\n",
+                 {"LyuAlg1": LyuAlg1, "__name__": "notebook_cell"}, module.__dict__)
+            return module.Cell
+        finally:
+            del sys.modules["notebook_cell"]
+
+    first, again = make("x = 1"), make("x = 1")
+    edited = make("x = 2")
+    # no source is findable for exec'd code: never equal across definitions, so never reused
+    hashes = {_identity.user_code_hash(c) for c in (first, again, edited)}
+    assert len(hashes) == 3
+    assert _identity.user_code_hash(first) == _identity.user_code_hash(first)
