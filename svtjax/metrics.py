@@ -85,17 +85,18 @@ References:
 from __future__ import annotations
 
 import functools
-import math
-from typing import Any, Callable, NamedTuple, Optional
+from typing import Any, Callable, Optional
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from svtjax import _answer_sums, _bits, _fixedpoint, _validate
+from svtjax._answer_set import answer_mask, item_tables, top_tables
 from svtjax._answer_sums import Counts as _Counts
 from svtjax._answer_sums import Fixed as _Fixed
 from svtjax._pytree import is_concrete
+from svtjax._summary import Summary, summary
 from svtjax._types import Array, ArrayLike
 
 __all__ = [
@@ -120,91 +121,12 @@ def _float_dtype(scores: Array) -> Any:
     return jax.dtypes.canonicalize_dtype(jnp.float64)
 
 
-def _item_tables(scores: Array, c: Array, dtype: Any, xp: Any = jnp
-                 ) -> tuple[Array, Array, Array, Array, Array]:
-    """Per item: above (s_i > t), at (s_i == t), NCR relevance; slots at t; top-c support.
-
-    ``xp`` is the array module: ``jax.numpy`` (traced, the metrics' kernels) or ``numpy`` (host
-    numbers: ``svtjax.exact``'s per-item weights), one definition of the tie rules for both."""
-    n = scores.shape[0]
-    ascending = xp.sort(scores)
-    # Sorted (decreasing) positions a..b, 1-based, occupied by each item's tie group.
-    first = (n + 1 - xp.searchsorted(ascending, scores, side="right")).astype(xp.int32)
-    last = (n - xp.searchsorted(ascending, scores, side="left")).astype(xp.int32)
-    above = last < c  # s_i > t: in every valid top-c set
-    at = (first <= c) & (last >= c)  # s_i == t: fills one of the slots left at the c-th score
-    threshold = ascending[n - c]
-    slots = c - (n - xp.searchsorted(ascending, threshold, side="right")).astype(xp.int32)
-    hi = xp.minimum(last, c)
-    relevance = xp.where(first <= c, (2 * c + 2 - first - hi).astype(dtype) / 2, 0)
-    descending = ascending[::-1].astype(dtype)
-    top_support = xp.sum(xp.where(xp.arange(n, dtype=xp.int32) < c, descending, 0))
-    return above, at, slots, relevance.astype(dtype), top_support
-
-
-def _top_tables(scores: Array, c: Array, k: int, dtype: Any
-               ) -> tuple[Array, Array, Array, Array, Array]:
-    """:func:`_item_tables` from the top ``k >= c`` scores instead of a sort of all n (a sort
-    of 10^4 floats costs about 2 ms on a CPU core, a top-k a fortieth of that), with the top k
-    scores (decreasing) in place of the top-c support (``svtjax._answer_sums.tables`` sums
-    them).
-
-    With t the c-th largest score, an item is above the top-c boundary when s_i > t and at it
-    when s_i = t; the slots at t are c − #(s > t). An item with s_i >= t has first =
-    1 + #(s > s_i) and min(last, c) = min(#(s >= s_i), c), both read off the top k, which hold
-    every score above it."""
-    # The barrier keeps the top-k a top-k: without it XLA fuses the slice of its sort into the
-    # users and sorts all n scores.
-    top = jax.lax.optimization_barrier(jax.lax.top_k(scores, k)[0])  # descending
-    t = top[jnp.clip(c - 1, 0, k - 1)]
-    ascending = top[::-1]
-    first = 1 + k - jnp.searchsorted(ascending, scores, side="right").astype(jnp.int32)
-    hi = jnp.minimum(k - jnp.searchsorted(ascending, scores, side="left").astype(jnp.int32), c)
-    zero = jnp.zeros((), dtype)
-    relevance = jnp.where(scores >= t, (2 * c + 2 - first - hi).astype(dtype) / 2, zero)
-    slots = c - jnp.sum(top > t, dtype=jnp.int32)
-    return scores > t, scores == t, slots, relevance, top
-
-
-_PAIRWISE_MAX_K = 128
-"""Widths up to this find repeated picks by all-pairs comparison (k^2 work, but 2-5x faster than
-two sorts on CPU for k <= 300); wider selections sort."""
-
-
-def _repeat_pairwise(key: Array) -> Array:
-    k = key.shape[-1]
-    earlier = jnp.arange(k)[None, :] < jnp.arange(k)[:, None]
-    return jnp.any((key[..., :, None] == key[..., None, :]) & earlier, axis=-1)
-
-
-def _repeat_sorted(key: Array) -> Array:
-    order = jnp.argsort(key, axis=-1, stable=True)  # equal indices stay in stream order
-    ranked = jnp.take_along_axis(key, order, axis=-1)
-    repeat = jnp.concatenate(
-        [jnp.zeros_like(ranked[..., :1], dtype=bool), ranked[..., 1:] == ranked[..., :-1]],
-        axis=-1)
-    return jnp.take_along_axis(repeat, jnp.argsort(order, axis=-1), axis=-1)
-
-
-def _answer_mask(selected: Array, n: int, c: Array) -> Array:
-    """True at the picks forming ``S``: valid, first occurrence, among the first c such."""
-    valid = (selected >= 0) & (selected < n)
-    key = jnp.where(valid, selected, -1)
-    if key.shape[-1] <= _PAIRWISE_MAX_K:
-        repeat = _repeat_pairwise(key)
-    else:
-        repeat = _repeat_sorted(key)
-    keep = valid & ~repeat
-    first_c = jnp.arange(keep.shape[-1], dtype=jnp.int32) <= _bits.nth_true(keep, c)[..., None]
-    return keep & first_c
-
-
 def _counts(selected: Array, scores: Array, c: Array) -> _Counts:
     dtype = _float_dtype(scores)
     n = scores.shape[0]
-    keep = _answer_mask(selected, n, c)
+    keep = answer_mask(selected, n, c)
     descending = jnp.sort(scores)[::-1]  # the sort of _item_tables (one sort once compiled)
-    fixed = _answer_sums.tables(scores, _item_tables(scores, c, dtype), descending, c, n,
+    fixed = _answer_sums.tables(scores, item_tables(scores, c, dtype), descending, c, n,
                                 _fixedpoint.INT_ACCUMULATOR)
     return _gathered_counts(keep, selected, n, fixed)
 
@@ -261,7 +183,7 @@ def _outcome_counts(answers: Array, items, scores: Array, c: Array, *, k: int, n
     The first c ⊤ of a row in stream order form its answer set (distinct items, as mechanisms
     produce them); a single-pass row is read up to its first -1 (its halt), a multi-pass row up
     to its c-th ⊤, block by block. The item tables come from the top k >= c scores
-    (:func:`_top_tables`). Two ways to sum them:
+    (:func:`top_tables`). Two ways to sum them:
 
     * the first c ⊤ are collected as picks (``svtjax.selected``'s loop) and the tables gathered
       at those k slots only, not at every position read: stored items (shuffled), and on a CPU
@@ -283,7 +205,7 @@ def _outcome_counts(answers: Array, items, scores: Array, c: Array, *, k: int, n
 
     dtype = _float_dtype(scores)
     width_k = min(k, scores.shape[0])
-    tables = _top_tables(scores, c, width_k, dtype)
+    tables = top_tables(scores, c, width_k, dtype)
     # Limb sums below 2**24: exact as float32 too (the block loop's product below), so both
     # ways give the same numbers.
     fixed = _answer_sums.tables(scores, tables, tables[4], c, width_k,
@@ -627,77 +549,3 @@ METRICS: dict[str, Callable[[ArrayLike, ArrayLike, Any], Array]] = {
 """Metric name -> ``f(selected, scores, c)``; the names used in sweep results."""
 
 
-class Summary(NamedTuple):
-    """Mean of a metric across trials with its spread and a confidence interval.
-
-    Attributes:
-      mean: sample mean.
-      std: sample standard deviation (ddof = 1; NaN for one trial).
-      sem: standard error of the mean, ``std / sqrt(num_trials)``.
-      lower: lower end of the confidence interval for the mean.
-      upper: upper end of the confidence interval for the mean.
-      num_trials: number of trials summarised (a Python int).
-    """
-
-    mean: Array
-    std: Array
-    sem: Array
-    lower: Array
-    upper: Array
-    num_trials: int
-
-
-def summary(values: ArrayLike, confidence: float = 0.95, *, axis: int = 0,
-            method: str = "t") -> Summary:
-    """Mean, standard deviation, standard error and confidence interval across trials.
-
-    The interval is ``mean ± q * sem`` with ``q`` the ``(1 + confidence) / 2`` quantile of
-    Student's t with ``num_trials - 1`` degrees of freedom (``method="t"``, exact for normal
-    per-trial values and the right choice for Lyu et al.'s 100 trials) or of the standard normal
-    (``method="normal"``, the large-sample approximation; the two agree to 3 digits beyond
-    ~1000 trials). NaNs propagate.
-
-    Args:
-      values: float array; one metric value per trial along ``axis`` (any other axes are kept,
-        e.g. a sweep grid).
-      confidence: two-sided coverage of the interval, in (0, 1).
-      axis: the trial axis (0, the leading trial axis of ``svtjax.simulate``, by default).
-      method: ``"t"`` or ``"normal"``.
-
-    Returns:
-      A :class:`Summary` whose array fields have ``values``' shape without ``axis``.
-
-    Raises:
-      ValueError: if ``confidence`` is not in (0, 1), ``method`` is unknown, or there are no
-        trials along ``axis``.
-    """
-    _validate.probability("confidence", confidence)
-    _validate.one_of("method", method, ("t", "normal"))
-    values = jnp.asarray(values)
-    if not jnp.issubdtype(values.dtype, jnp.floating):
-        values = values.astype(jax.dtypes.canonicalize_dtype(jnp.float64))
-    if values.ndim == 0:
-        raise ValueError("values must have a trial axis; got a scalar")
-    axis = axis % values.ndim
-    num = values.shape[axis]
-    if num < 1:
-        raise ValueError(f"values must hold at least one trial along axis {axis}; got shape "
-                         f"{values.shape}")
-    import scipy.stats  # imported where used: `import svtjax` stays fast
-
-    p = (1 + float(confidence)) / 2
-    if method == "t":
-        q = float(scipy.stats.t.ppf(p, num - 1)) if num > 1 else math.nan
-    else:
-        q = float(scipy.stats.norm.ppf(p))
-    mean, std, sem, lower, upper = _summary(values, axis, q)
-    return Summary(mean, std, sem, lower, upper, num)
-
-
-def _summary(values: Array, axis: int, q: float) -> tuple[Array, ...]:
-    num = values.shape[axis]
-    mean = jnp.mean(values, axis=axis)
-    std = jnp.std(values, axis=axis, ddof=1) if num > 1 else jnp.full_like(mean, jnp.nan)
-    sem = std / math.sqrt(num)
-    half = q * sem
-    return mean, std, sem, mean - half, mean + half

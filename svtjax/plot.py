@@ -24,7 +24,7 @@ How a figure is laid out, so that it reads the same way every time:
 from __future__ import annotations
 
 import os
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 __all__ = ["utility_curves", "PANEL_SIZE", "DPI", "BAND_ALPHA", "LOG_SPAN", "STYLES"]
 
@@ -105,9 +105,50 @@ def utility_curves(results: Any, out: Optional[str | os.PathLike] = None, *,
       ValueError: ``y`` is not a metric of the results, or ``x`` not a numeric column.
     """
     from matplotlib.figure import Figure
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
 
+    rows = _rows_of(results, x, y)
+    panel_cols, line_cols, fixed = _split(rows, x)
+    panels = sorted({_key(r, panel_cols) for r in rows})
+    labels = list(dict.fromkeys(r["label"] for r in rows))
+    colour = dict(zip(labels, _palette(len(labels))))
+    styles = list(dict.fromkeys(_key(r, line_cols) for r in rows))
+    style = {s: STYLES[i % len(STYLES)] for i, s in enumerate(styles)}
+    if logx is None:
+        xs = [float(r[x]) for r in rows]
+        logx = min(xs) > 0 and max(xs) / min(xs) >= LOG_SPAN
+
+    ncols = min(3, len(panels))
+    nrows = -(-len(panels) // ncols)
+    fig = Figure(figsize=(PANEL_SIZE[0] * ncols + 3.2, PANEL_SIZE[1] * nrows),
+                 layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    widest = 0.0
+    for ax, panel in zip(axes.flat, panels):
+        mine = [r for r in rows if _key(r, panel_cols) == panel]
+        widest = max(widest, _draw_panel(ax, mine, x, labels, colour, line_cols, style))
+        if logx:
+            ax.set_xscale("log")
+        ax.set_xlabel(x)
+        ax.set_ylabel(y)
+        ax.set_title(", ".join(f"{k}={v}" if k != "dataset" else v
+                               for k, v in zip(panel_cols, panel)), fontsize=9)
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_visible(False)
+    handles = _legend(rows, labels, colour, line_cols, style, widest)
+    fig.legend(handles=handles, loc="outside right center", fontsize=9)
+    fig.suptitle(title or _title(y, x, rows, fixed), fontsize=11)
+    if out is not None:
+        fig.savefig(out, dpi=DPI)
+    return fig
+
+
+def _key(row: dict, cols: Sequence[str]) -> tuple:
+    return tuple(str(row[k]) for k in cols)
+
+
+def _rows_of(results: Any, x: str, y: str) -> list[dict]:
+    """The rows of metric ``y`` with a number in column ``x``; a clear error otherwise."""
     from svtjax.sweep import read_results
 
     rows = read_results(results) if isinstance(results, (str, os.PathLike)) else list(results)
@@ -121,53 +162,37 @@ def utility_curves(results: Any, out: Optional[str | os.PathLike] = None, *,
     rows = [r for r in rows if isinstance(r[x], (int, float)) and not isinstance(r[x], bool)]
     if not rows:
         raise ValueError(f"column {x!r} holds no numbers to plot against")
-    panel_cols, line_cols, fixed = _split(rows, x)
-    panel_of = lambda r: tuple(str(r[k]) for k in panel_cols)  # noqa: E731
-    style_of = lambda r: tuple(str(r[k]) for k in line_cols)  # noqa: E731
-    panels = sorted({panel_of(r) for r in rows})
-    labels = list(dict.fromkeys(r["label"] for r in rows))
-    colour = dict(zip(labels, _palette(len(labels))))
-    styles = list(dict.fromkeys(style_of(r) for r in rows))
-    style = {s: STYLES[i % len(STYLES)] for i, s in enumerate(styles)}
-    xs = [float(r[x]) for r in rows]
-    if logx is None:
-        logx = min(xs) > 0 and max(xs) / min(xs) >= LOG_SPAN
+    return rows
 
-    ncols = min(3, len(panels))
-    nrows = -(-len(panels) // ncols)
-    fig = Figure(figsize=(PANEL_SIZE[0] * ncols + 3.2, PANEL_SIZE[1] * nrows),
-                 layout="constrained")
-    axes = fig.subplots(nrows, ncols, squeeze=False)
+
+def _draw_panel(ax, rows: list[dict], x: str, labels: list, colour: dict,
+                line_cols: Sequence[str], style: dict) -> float:
+    """One panel's curves with their interval bands; returns the widest band drawn."""
     widest = 0.0
-    for ax, panel in zip(axes.flat, panels):
-        mine = [r for r in rows if panel_of(r) == panel]
-        for label in labels:
-            for s in styles:
-                pts = sorted((float(r[x]), r["mean"], r["ci_low"], r["ci_high"]) for r in mine
-                             if r["label"] == label and style_of(r) == s)
-                if not pts:
-                    continue
-                px, py, lo, hi = zip(*pts)
-                ls, marker = style[s]
-                ax.plot(px, py, linestyle=ls, marker=marker, ms=4, lw=1.6, color=colour[label])
-                ax.fill_between(px, lo, hi, color=colour[label], alpha=BAND_ALPHA, lw=0.8,
-                                edgecolor=colour[label])
-                widest = max([widest] + [h - low for low, h in zip(lo, hi)
-                                         if h == h and low == low])
-        if logx:
-            ax.set_xscale("log")
-        ax.set_xlabel(x)
-        ax.set_ylabel(y)
-        ax.set_title(", ".join(f"{k}={v}" if k != "dataset" else v
-                               for k, v in zip(panel_cols, panel)), fontsize=9)
-        ax.grid(alpha=0.3)
-    for ax in list(axes.flat)[len(panels):]:
-        ax.set_visible(False)
+    for label in labels:
+        for s, (ls, marker) in style.items():
+            pts = sorted((float(r[x]), r["mean"], r["ci_low"], r["ci_high"]) for r in rows
+                         if r["label"] == label and _key(r, line_cols) == s)
+            if not pts:
+                continue
+            px, py, lo, hi = zip(*pts)
+            ax.plot(px, py, linestyle=ls, marker=marker, ms=4, lw=1.6, color=colour[label])
+            ax.fill_between(px, lo, hi, color=colour[label], alpha=BAND_ALPHA, lw=0.8,
+                            edgecolor=colour[label])
+            widest = max([widest] + [h - low for low, h in zip(lo, hi) if h == h and low == low])
+    return widest
+
+
+def _legend(rows: list[dict], labels: list, colour: dict, line_cols: Sequence[str],
+            style: dict, widest: float) -> list:
+    """Legend handles: one colour per label, one line style per other column's value, and the
+    band's meaning (with its width when it is narrower than the lines)."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
 
     handles = [Line2D([], [], color=colour[label], lw=2, label=label) for label in labels]
     if line_cols:
-        for s in styles:
-            ls, marker = style[s]
+        for s, (ls, marker) in style.items():
             text = ", ".join(f"{k}={v}" for k, v in zip(line_cols, s))
             handles.append(Line2D([], [], color="0.3", linestyle=ls, marker=marker, label=text))
     span = max(abs(max(r["mean"] for r in rows) - min(r["mean"] for r in rows)), 1e-300)
@@ -175,8 +200,4 @@ def utility_curves(results: Any, out: Optional[str | os.PathLike] = None, *,
     if widest < _VISIBLE * span:
         note += f" (at most {widest:.2g} wide: narrower than the lines)"
     handles.append(Patch(facecolor="0.5", alpha=BAND_ALPHA, edgecolor="0.5", label=note))
-    fig.legend(handles=handles, loc="outside right center", fontsize=9)
-    fig.suptitle(title or _title(y, x, rows, fixed), fontsize=11)
-    if out is not None:
-        fig.savefig(out, dpi=DPI)
-    return fig
+    return handles

@@ -17,6 +17,7 @@ import pytest
 import scipy.stats
 
 import svtjax
+from svtjax import _answer_set as AS
 from svtjax import metrics as M
 
 NAMES = ("precision", "recall", "f1", "fnr", "ser", "ncr", "ncs")
@@ -218,9 +219,9 @@ def test_random_against_loop_reference(n, k):
 
 def test_repeat_detection_paths_agree():
     rng = np.random.default_rng(8)
-    for k in (5, 40, M._PAIRWISE_MAX_K + 3):
+    for k in (5, 40, AS.PAIRWISE_MAX_K + 3):
         key = rng.integers(-1, k // 2 + 1, (50, k)).astype(np.int32)
-        pairwise, by_sort = M._repeat_pairwise(key), M._repeat_sorted(key)
+        pairwise, by_sort = AS.repeat_pairwise(key), AS.repeat_sorted(key)
         np.testing.assert_array_equal(np.asarray(pairwise), np.asarray(by_sort))
         first = [[v in row[:j] for j, v in enumerate(row)] for row in key.tolist()]
         np.testing.assert_array_equal(np.asarray(pairwise), np.asarray(first))
@@ -228,7 +229,7 @@ def test_repeat_detection_paths_agree():
 
 def test_wide_selection_against_loop_reference():
     rng = np.random.default_rng(9)
-    n, k = 300, M._PAIRWISE_MAX_K + 2  # the sort path
+    n, k = 300, AS.PAIRWISE_MAX_K + 2  # the sort path
     scores = _random_scores(rng, n) + 1
     for c in (3, 140):
         sel = _random_selected(rng, n, k, c, trials=6)

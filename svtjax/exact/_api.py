@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from svtjax import _validate
+from svtjax import _answer_set, _validate
 from svtjax._pytree import is_concrete
 from svtjax.exact import _laws, _quadrature
 from svtjax.exact._adapter import ThresholdLaw, law
@@ -305,10 +305,9 @@ def _item_weights(scores: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray, n
     ``svtjax.metrics.evaluate`` gives for the answer set {i} (``tests/test_exact.py`` checks
     that it does) — and whether TP is linear in the picks (no tie of the c-th score straddles
     the Top-c boundary)."""
-    from svtjax import metrics
 
     scores = np.asarray(scores, np.float64)
-    above, at, slots, relevance, top_support = metrics._item_tables(scores, c, np.float64, np)
+    above, at, slots, relevance, top_support = _answer_set.item_tables(scores, c, np.float64, np)
     support = scores / top_support
     ncr = relevance.astype(np.float64) / (c * (c + 1) / 2)
     tp = above.astype(np.float64) + np.minimum(at.astype(np.int64), int(slots))
