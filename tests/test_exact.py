@@ -476,7 +476,7 @@ def test_twice_the_nodes_changes_nothing_above_1e9(name, params, data, shuffle):
     """The issue's accuracy criterion on Zipf (n = 500, distinct scores) and BMS-WebView-1
     (n = 497, tied integer counts): the default rule and the same panels with twice the
     Gauss–Legendre nodes agree on every selection, evaluation and count probability and every
-    expected metric to 1e-9 (benchmarks/bench_exact.py records the same at n = 10^4)."""
+    expected metric to 1e-9 (benchmarks/RESULTS.md's Decisions give the same at n = 10^4)."""
     q = _zipf(500) if data == "zipf" else svtjax.datasets.load(data).scores
     c = params["c"]
     t = svtjax.datasets.lyu_threshold(q, c)
@@ -722,7 +722,7 @@ def test_float32_agrees_with_float64():
     np.testing.assert_allclose(np.asarray(p32, np.float64), p64, rtol=0, atol=2e-5)
 
 
-# -- 5. Monte Carlo agreement (the reduced version of benchmarks/bench_exact.py --check) ------
+# -- 5. Monte Carlo agreement (reduced from the full-scale check in benchmarks/RESULTS.md) ---
 
 MC_TRIALS = 20_000
 MC_C = 5
@@ -761,7 +761,7 @@ def test_monte_carlo_agrees_and_rejects_a_mis_scaled_mechanism():
 
     Failure rate of a correct implementation over seeds: P(|Z| > 4.5) = 6.8e-6 per comparison,
     < 3e-5 for the 4 acceptance comparisons (the issue's 4 SE, at 10^5 trials and full scale, is
-    in benchmarks/bench_exact.py). The rejection is not luck of the seed: the exact laws put the
+    in benchmarks/RESULTS.md). The rejection is not luck of the seed: the exact laws put the
     mis-scaled mechanism's E[SER] at least 12 SE away (asserted), so it is missed with
     probability < P(Z > 7.5) < 1e-13.
     """
@@ -814,7 +814,7 @@ def test_exact_privacy_loss_of_the_six_variants():
 
 
 def test_audit_cli_exact(capsys):
-    from svtjax.audit import main
+    from svtjax.cli.audit import main
 
     assert main(["lyu-alg1", "--epsilon", "0.1", "--c", "1", "--exact"]) == 0
     out = capsys.readouterr().out

@@ -17,7 +17,8 @@ import pytest
 
 import svtjax
 from svtjax import _native
-from svtjax.mechanisms import _engine
+from svtjax import engine as _engine
+from svtjax.engine import shuffle as _shuffle
 from svtjax.mechanisms.rules import ThresholdMechanism
 
 from .cases import CASES, build
@@ -58,6 +59,65 @@ def test_an_extension_missing_a_handler_is_not_used(monkeypatch):
         _native._registered.cache_clear()
 
 
+class _Built:
+    """A stand-in for the compiled module: every handler, the given FFI API version."""
+
+    jaxlib_version = "0.0.0"
+
+    def __init__(self, major=None, minor=None):
+        if major is not None:
+            self.ffi_api_major, self.ffi_api_minor = major, minor
+        for name in _native._HANDLERS:
+            setattr(self, name, lambda: None)
+
+
+def test_ffi_api_version_read_from_the_header_text():
+    text = "// c_api.h\n#define XLA_FFI_API_MAJOR 0\n\n#define XLA_FFI_API_MINOR 12\n"
+    assert _native._api_of(text) == (0, 12)
+    assert _native._api_of("#define XLA_FFI_API_MAJOR 0\n") is None
+    assert _native.runtime_api() is not None  # the installed jaxlib ships its FFI headers
+
+
+@pytest.mark.parametrize("built,used", [((0, 0), True), ("runtime", True), ((0, 99), False),
+                                        ((1, 0), False), ((None, None), False)])
+def test_a_build_serves_every_jaxlib_with_a_compatible_ffi_api(monkeypatch, built, used):
+    """Used under the same FFI major version and at least the build's minor version (XLA keeps
+    older minor versions working); a newer minor, another major or an unrecorded version is
+    not used, and the status says why and how to rebuild."""
+    major, minor = _native.runtime_api() if built == "runtime" else built
+    monkeypatch.setattr(_native, "_module", lambda: _Built(major, minor))
+    state = _native.status()
+    assert state.startswith("on") == used, state
+    if not used:
+        assert "not used" in state and "reinstall svtjax" in state, state
+
+
+def test_a_built_extension_that_is_not_used_says_so_once_on_stderr(monkeypatch, capfd):
+    """XLA refusing a handler (or a mismatched build) falls back to the pure-JAX functions with
+    one line on stderr, whatever the number of programs traced."""
+    import jax
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError("FFI handler API version 0.99 is not supported\nmore detail")
+
+    monkeypatch.setattr(_native, "_module", lambda: _Built(*_native.runtime_api()))
+    monkeypatch.setattr(jax.ffi, "register_ffi_target", refuse)
+    monkeypatch.setattr(_native, "_REFUSED", [])
+    _native._registered.cache_clear()
+    _native._say_once.cache_clear()
+    try:
+        assert _native.fisher_yates_target() is None and not _native.exact_target()
+        assert _native.first_tops_target() is None
+        state = _native.status()
+        assert state.startswith("not used: XLA refused to register svtjax_fisher_yates: FFI "
+                                "handler API version 0.99 is not supported;"), state
+        err = capfd.readouterr().err.splitlines()
+        assert err == [f"svtjax: compiled kernels {state}"], err
+    finally:
+        _native._registered.cache_clear()
+        _native._say_once.cache_clear()
+
+
 def _pure(monkeypatch):
     monkeypatch.setattr(_native, "fisher_yates_target", lambda: None)
 
@@ -76,10 +136,10 @@ def test_block_equals_pure_block(monkeypatch, n_pad, batch, width):
     block leaves them stale: neither block reads them again). The batch of 1,100 rows is split
     among threads (at least 2^12 positions a task), before and after the compaction."""
     rng = np.random.default_rng(n_pad)
-    native = _engine._shuffle_init(batch, n_pad)
+    native = _engine.shuffle_init(batch, n_pad)
     with monkeypatch.context() as m:
         _pure(m)
-        pure = _engine._shuffle_init(batch, n_pad)
+        pure = _engine.shuffle_init(batch, n_pad)
     assert native.slot is not None and pure.slot is None
     block = jax.jit(_engine.fisher_yates_block, static_argnums=4)
     origin = np.arange(batch)  # the trial of each row: copies draw the same partners
@@ -90,8 +150,8 @@ def test_block_equals_pure_block(monkeypatch, n_pad, batch, width):
             running = np.sort(rng.choice(batch, size=max(1, batch // 2), replace=False))
             keep = np.concatenate([running, [0, 0]])
             origin = origin[keep]
-            native = _engine._take_shuffle(native, jnp.asarray(keep))
-            pure = _engine._take_shuffle(pure, jnp.asarray(keep))
+            native = _shuffle.take_shuffle(native, jnp.asarray(keep))
+            pure = _shuffle.take_shuffle(pure, jnp.asarray(keep))
         start = k * width
         pos = start + np.arange(width)
         partners = (pos + rng.random((batch, width)) * (n_pad - pos)).astype(np.int32)
@@ -123,8 +183,8 @@ def test_rows_as_long_as_the_stream(n, width):
     batch = 7
     n_pad = -(-n // width) * width
     rng = np.random.default_rng(n)
-    native = _engine._shuffle_init(batch, n_pad, native=True, n=n)
-    pure = _engine._shuffle_init(batch, n_pad, native=False)
+    native = _engine.shuffle_init(batch, n_pad, native=True, n=n)
+    pure = _engine.shuffle_init(batch, n_pad, native=False)
     assert native.perm.shape == (batch, n)
     block = jax.jit(_engine.fisher_yates_block, static_argnums=4)
     seen = []
@@ -167,7 +227,7 @@ def test_halted_trials_are_skipped(batch):
     n_pad, width = 256, 64
     rng = np.random.default_rng(5)
     block = jax.jit(_engine.fisher_yates_block)
-    state = _engine._shuffle_init(batch, n_pad)
+    state = _engine.shuffle_init(batch, n_pad)
     pos = np.arange(width)
     state, _ = block(state, jnp.asarray(
         (pos + rng.random((batch, width)) * (n_pad - pos)).astype(np.int32)), 0)
@@ -226,7 +286,7 @@ def test_prefix_equals_the_blocks(n, batch, prefix):
 
     @jax.jit
     def blocks(okeys):
-        state = _engine._shuffle_init(batch, -(-n // 64) * 64, native=True, n=n)
+        state = _engine.shuffle_init(batch, -(-n // 64) * 64, native=True, n=n)
         for b in range(prefix // 64):
             order = _engine.fast_block_order(okeys, jnp.asarray([b], jnp.int32), n)
             state, _ = _engine.fisher_yates_block(state, order.reshape(batch, 64), b * 64,
@@ -272,7 +332,7 @@ def test_engine_with_prefix_equals_blocks_alone(monkeypatch):
     t = jnp.full((n,), 200.0)  # about 50 items above: trials halt anywhere
     mech = svtjax.get("svt-s", epsilon=0.5, c=20, monotonic=True)
     keys = jax.random.split(jax.random.key(9), 40)
-    lay = _engine._layout(mech, n)
+    lay = _engine.layout.layout(mech, n)
     assert _engine.shuffle_prefix(lay) == 960
 
     def run():

@@ -33,7 +33,7 @@ def test_fast_standard_equals_jax_random(family, dtype):
 @pytest.mark.parametrize("family", sorted(_rng.TRANSFORMS))
 def test_block_prefixes_equal_whole_blocks(family, dtype):
     """The first W variates of a block are the numbers of a whole block: the engine's narrow
-    blocks (``svtjax.mechanisms._engine.NARROW``) draw only those."""
+    blocks (``svtjax.engine.NARROW``) draw only those."""
     cls = FAMILIES[family]
     keys = jax.random.split(jax.random.key(13), 129)
     kd = _rng.key_data(keys)
@@ -51,7 +51,7 @@ def test_initial_variates_equal_jax_random(family, dtype):
     """A trial's once-per-run variates (e.g. the threshold noise), drawn by the engine and by
     ``draw`` through the unrolled sampler: ``standard(stream_key(key, name), ())`` bit for
     bit, for a batch of keys and for one key."""
-    from svtjax.mechanisms._engine import _initial_variates
+    from svtjax.engine.draws import initial_variates as _initial_variates
 
     cls = FAMILIES[family]
     keys = jax.random.split(jax.random.key(17), 257)
@@ -118,7 +118,7 @@ def test_other_key_implementations_draw_through_jax_random():
     """Keys of another implementation (rbg) take the ``jax.random`` path of the initial
     variates (batched and single keys) and of ``draw`` (streams, passes, swap partners), which
     gives the documented numbers and an int32 order."""
-    from svtjax.mechanisms._engine import _initial_variates
+    from svtjax.engine.draws import initial_variates as _initial_variates
     from tests.cases import CASES, build
 
     cls = FAMILIES["laplace"]
@@ -179,12 +179,53 @@ def test_other_key_implementations_are_not_claimed():
     assert _rng.fast_standard(FAMILIES["zero"]) is None
 
 
-def _hash_fusions_by_scope(hlo: str) -> tuple[int, int]:
-    """Call sites of fusions holding a full Threefry hash (``bench_draw_once.threefry_copies``'s
-    criterion) in a compiled program's text: (inside a ``while`` loop or a conditional branch,
-    anywhere else)."""
-    from benchmarks.bench_draw_once import threefry_copies
+def threefry_copies(hlo: str) -> int:
+    """Fusion computations of a compiled program's text that hold a block's Threefry hash (at
+    least 80 shift-left/xor instructions; the smaller per-block key derivation is not
+    counted)."""
+    copies = 0
+    for block in re.split(r"\n(?=%?\S+ \()", hlo):
+        head = block.split("\n", 1)[0]
+        if "fused_computation" in head or head.startswith("%fused"):
+            if len(re.findall(r"\b(?:shift-left|xor)\(", block)) >= 80:
+                copies += 1
+    return copies
 
+
+def _compiled(mech, q, t, trials: int, shuffle: bool, reduce, once: bool):
+    """The chunk compiled with the draws made once (``once``) or per consumer."""
+    import importlib
+
+    from svtjax import _driver
+
+    simulate = importlib.import_module("svtjax.simulate")
+    engine = importlib.import_module("svtjax.engine.platform")
+    saved = engine.DRAW_ONCE
+    want = {jax.default_backend()} if once else set()
+    changed = want != saved
+    if changed:  # the setting is read when the chunk is traced: drop traces made under another
+        engine.DRAW_ONCE = want
+        jax.clear_caches()
+    try:
+        qq, tt = mech._prepare(q, t)
+        if reduce is not None:  # as simulate wraps it
+            reduce = jax.tree_util.Partial(simulate._ignore_context, jax.tree_util.Partial(reduce))
+        args = (mech, qq, tt, simulate.seed_key(0), 0, trials, reduce)
+        plan = _driver.Plan(chunk=trials, shuffle=shuffle,
+                            mode="outcome" if reduce is None else "sum",
+                            width=engine.block_width(qq.shape[0]))
+        compiled = _driver.run_chunk.lower(*args, plan=plan).compile()
+    finally:
+        if changed:
+            engine.DRAW_ONCE = saved
+            jax.clear_caches()
+    return compiled, args, threefry_copies(compiled.as_text())
+
+
+def _hash_fusions_by_scope(hlo: str) -> tuple[int, int]:
+    """Call sites of fusions holding a full Threefry hash (:func:`threefry_copies`'s criterion)
+    in a compiled program's text: (inside a ``while`` loop or a conditional branch, anywhere
+    else)."""
     comps, name = {}, None
     for line in hlo.splitlines():
         if line and not line[0].isspace() and line.rstrip().endswith("{"):
@@ -227,10 +268,10 @@ def _hash_fusions_by_scope(hlo: str) -> tuple[int, int]:
 def test_block_draws_are_hashed_once_per_block_on_cpu(shuffle, n):
     """XLA's CPU fusion copies a block's Threefry hash into every fusion that reads the draws
     (the headline kernel held four copies per loop); the engine draws inside a conditional
-    (``svtjax.mechanisms._engine.DRAW_ONCE``) so that each block is hashed once: one hash per
+    (``svtjax.engine.DRAW_ONCE``) so that each block is hashed once: one hash per
     compaction level for the query noise, and with a random order drawn in XLA two more (the
     swap indices' first attempt and the redraw loop of Lemire's rejection; where the shuffle
-    has a compiled prefix, ``_engine.shuffle_prefix``, the compiled kernels draw every swap
+    has a compiled prefix, ``svtjax.engine.shuffle_prefix``, the compiled kernels draw every swap
     index and XLA none); and once per chunk the threshold noise (one variate per trial, drawn
     before the loop inside a conditional of its own).
     Outside every loop and conditional, once per chunk: the trial keys, whose hash XLA may
@@ -238,7 +279,6 @@ def test_block_draws_are_hashed_once_per_block_on_cpu(shuffle, n):
     if jax.default_backend() != "cpu":
         pytest.skip("DRAW_ONCE is a CPU setting")
     import svtjax
-    from benchmarks.bench_draw_once import _compiled, threefry_copies
     from svtjax._loops import bucket_sizes
 
     mech = svtjax.get("svt-s", epsilon=1.0, c=3)
@@ -249,13 +289,13 @@ def test_block_draws_are_hashed_once_per_block_on_cpu(shuffle, n):
     assert inside + outside == copies == threefry_copies(compiled.as_text())
     # A level runs at least one block (svtjax._loops): 300 items make 5 blocks of 64, and 5 items
     # one narrow block, whose one-iteration loop XLA replaces by its body (the conditional's
-    # predicate must not fold then: ``_engine._once``).
+    # predicate must not fold then: ``svtjax.engine.draws.once``).
     levels = len(bucket_sizes(trials)[:-(-n // 64)])
     from svtjax import _native
-    from svtjax.mechanisms import _engine
+    from svtjax import engine as _engine
 
     compiled = _native.fisher_yates_target() is not None  # the engine's condition for a prefix
-    prefix = _engine.shuffle_prefix(_engine._layout(mech, n)) if shuffle and compiled else 0
+    prefix = _engine.shuffle_prefix(_engine.layout.layout(mech, n)) if shuffle and compiled else 0
     assert prefix == (128 if shuffle and compiled and n == 300 else 0)
     order = 2 if shuffle and not prefix else 0  # hashes of the swap indices per level
     assert inside == levels * (1 + order) + len(mech.initial_streams())
@@ -290,7 +330,7 @@ def test_swap_partners_first_attempt_is_hashed_once_on_cpu():
         pytest.skip("DRAW_ONCE is a CPU setting")
     import re
 
-    from svtjax.mechanisms._engine import fast_block_order
+    from svtjax.engine import fast_block_order
 
     kd = _rng.key_data(jax.random.split(jax.random.key(1), 300))
     hlo = jax.jit(lambda kd, b: fast_block_order(kd, b, 1000)).lower(

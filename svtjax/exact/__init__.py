@@ -3,7 +3,7 @@
 Given the threshold noise ρ = z, the items' comparisons q_i + ν_i ≥ T_i + z are independent,
 so a run is a Poisson-binomial process along the stream; integrating over ρ with a quadrature
 fitted to its law and to the kinks of the query noise gives every selection probability
-without sampling (accuracy: ``benchmarks/bench_exact.py --part accuracy``; the test oracles are
+without sampling (accuracy: ``benchmarks/RESULTS.md``, Decisions; the test oracles are
 matched to 1e-10). Everything is a pure JAX function of the mechanism's numbers, so
 ``jax.grad`` works (e.g. of E[SER] with respect to the ε1 : ε2 share).
 

@@ -50,13 +50,12 @@ SEARCH_ACCURACY = {"kink_tol": 1e-3}
 edge only where its cost exceeds 1e-3 (the default rule: 1e-8), which keeps a third to three
 fifths of the nodes. The search only has to rank points that differ by far more than the rule's
 error: on svt-s (monotonic, ε = 0.1, c = 50, random order) at shares 0.0014 and 0.1 on retail
-and Zipf n = 10^4, E[SER] moved by at most 8.1e-12 (nodes 2697 -> 1238, 884 -> 312,
-1467 -> 833, 823 -> 291; ``benchmarks/bench_search_accuracy.py``, record
-``search-vm-3d1219c7-2026-12-02T074556.json``; with kink_tol 1e-4, 2697 -> 1371 and
-884 -> 389). Over the 20 rows of ``python -m experiments.optimal_allocation --datasets retail
-zipf`` the grid's values moved by at most 2.8e-8 against kink_tol 1e-4 (svt-exp, Zipf, ε = 2,
-far from the optimum), and the optimum's E[SER] by at most 2.5e-9 against the search of
-c7d84fa (kink_tol 1e-4, Brent started from scratch), while E[SER] changes by
+and Zipf n = 10^4, E[SER] moved by at most 8.1e-12 with about half the nodes or fewer
+(benchmarks/RESULTS.md, Decisions). Over the 20 rows of ``python -m
+experiments.optimal_allocation --datasets retail zipf`` the grid's values moved by at most
+2.8e-8 against kink_tol 1e-4 (svt-exp, Zipf, ε = 2, far from the optimum), and the optimum's
+E[SER] by at most 2.5e-9 against the earlier search (kink_tol 1e-4, Brent started from
+scratch), while E[SER] changes by
 ~1e-6 or more over Brent's tolerance. The value returned is recomputed with the default rule
 at the share found."""
 
@@ -171,6 +170,32 @@ def optimal_allocation(name: str, queries: Any, thresholds: Any, *, epsilon: flo
       FloatingPointError: the objective is not finite at a share the search evaluated (no
         optimum is reported rather than a wrong one).
     """
+    c, grid, lo, hi = _checked(name, objective, epsilon, c, grid, bounds)
+    q, t = _offsets(queries, thresholds)
+    sign = OBJECTIVES[objective]
+    accuracy = dict(accuracy or {})
+    search = dict(accuracy, **(SEARCH_ACCURACY if search_accuracy is None else search_accuracy))
+    f = _Objective(name, q, t, epsilon, c, shuffle, objective, search, params)
+    logits = np.linspace(math.log(lo / (1 - lo)), math.log(hi / (1 - hi)), grid)
+    values = f.values(logits)  # one kernel call for the whole grid
+    x_best, f_best = _refine(f, sign, logits, values, xtol)
+    v_best = -sign * f_best
+    share = 1.0 / (1.0 + math.exp(-x_best))
+    if search != accuracy:  # the value at the share found, with the returned value's rule
+        law = law_at_share(name, share, epsilon=epsilon, c=c, **params)
+        rule = quadrature(law, q, t, **accuracy)
+        f.evaluations += 1
+        v_best = float(expected_metrics_many([law], q, t, shuffle=shuffle, c=c,
+                                             rules=[rule])[0][objective])
+    total = float(epsilon) - float(params.get("eps3", 0.0))
+    return Allocation(share, share * total, (1 - share) * total, float(v_best), objective,
+                      f.evaluations, tuple((1.0 / (1.0 + math.exp(-x)), float(v))
+                                           for x, v in zip(logits, values)))
+
+
+def _checked(name: str, objective: str, epsilon: float, c: int, grid: int,
+             bounds: tuple) -> tuple[int, int, float, float]:
+    """:func:`optimal_allocation`'s arguments checked: (c, grid, low, high)."""
     if name not in SHARE_SUPPORTED:
         raise ValueError(f"optimal_allocation supports {', '.join(SHARE_SUPPORTED)}; got {name!r}")
     _validate.one_of("objective", objective, tuple(OBJECTIVES))
@@ -180,58 +205,55 @@ def optimal_allocation(name: str, queries: Any, thresholds: Any, *, epsilon: flo
     lo, hi = (float(b) for b in bounds)
     if not 0.0 < lo < hi < 1.0:
         raise ValueError(f"bounds must satisfy 0 < low < high < 1; got {bounds!r}")
-    q, t = _offsets(queries, thresholds)
-    sign = OBJECTIVES[objective]
-    accuracy = dict(accuracy or {})
-    search = dict(accuracy, **(SEARCH_ACCURACY if search_accuracy is None else search_accuracy))
-    evaluations = 0
+    return c, grid, lo, hi
 
-    # The laws are concrete: their kernels are driven from the host, one compiled program
-    # per (stream, states) whatever the node counts of the grid's and Brent's rules.
 
-    def values_at(logits) -> np.ndarray:
-        nonlocal evaluations
-        laws = [law_at_share(name, 1.0 / (1.0 + math.exp(-x)), epsilon=epsilon, c=c, **params)
-                for x in logits]
-        rules = [quadrature(law_, q, t, **search) for law_ in laws]
-        evaluations += len(laws)
-        metrics = expected_metrics_many(laws, q, t, shuffle=shuffle, c=c, rules=rules)
-        values = np.array([float(m[objective]) for m in metrics])
+class _Objective:
+    """The exact objective of :func:`optimal_allocation` at shares given as logits, counting
+    its evaluations.
+
+    The laws are concrete: their kernels are driven from the host, one compiled program per
+    (stream, states) whatever the node counts of the grid's and Brent's rules."""
+
+    def __init__(self, name, q, t, epsilon, c, shuffle, objective, search, params):
+        self.name, self.q, self.t, self.epsilon, self.c = name, q, t, epsilon, c
+        self.shuffle, self.objective, self.search, self.params = shuffle, objective, search, params
+        self.evaluations = 0
+
+    def values(self, logits) -> np.ndarray:
+        laws = [law_at_share(self.name, 1.0 / (1.0 + math.exp(-x)), epsilon=self.epsilon,
+                             c=self.c, **self.params) for x in logits]
+        rules = [quadrature(law_, self.q, self.t, **self.search) for law_ in laws]
+        self.evaluations += len(laws)
+        metrics = expected_metrics_many(laws, self.q, self.t, shuffle=self.shuffle, c=self.c,
+                                        rules=rules)
+        values = np.array([float(m[self.objective]) for m in metrics])
         bad = ~np.isfinite(values)
         if bad.any():  # np.argmax would rank a nan first: never report it as the optimum
             x = float(np.asarray(logits)[np.argmax(bad)])
             raise FloatingPointError(
-                f"the exact E[{objective}] of {name} is {values[bad][0]} at share "
-                f"θ = {1.0 / (1.0 + math.exp(-x)):.6g} (ε = {epsilon}, c = {c}); no optimum "
-                "is reported")
+                f"the exact E[{self.objective}] of {self.name} is {values[bad][0]} at share "
+                f"θ = {1.0 / (1.0 + math.exp(-x)):.6g} (ε = {self.epsilon}, c = {self.c}); no "
+                "optimum is reported")
         return values
 
-    def value(logit: float) -> float:
-        return float(values_at([logit])[0])
+    def value(self, logit: float) -> float:
+        return float(self.values([logit])[0])
 
-    logits = np.linspace(math.log(lo / (1 - lo)), math.log(hi / (1 - hi)), grid)
-    values = values_at(logits)  # one kernel call for the whole grid
+
+def _refine(f: _Objective, sign: float, logits: np.ndarray, values: np.ndarray,
+            xtol: float) -> tuple[float, float]:
+    """Brent's method on the best grid point's bracket, started from what the grid already
+    knows: the best point and its neighbours are the method's three points, so its first step
+    can be the parabola through them (a search from scratch spends its first evaluations
+    re-locating the grid's best point by golden sections). Returns (logit, −sign · value)."""
+    grid = len(logits)
     best = int(np.argmax(sign * values))
-    # Brent's method on the best grid point's bracket, started from what the grid already
-    # knows: the best point and its neighbours are the method's three points, so its first step
-    # can be the parabola through them (a search from scratch spends its first evaluations
-    # re-locating the grid's best point by golden sections).
     lo_i, hi_i = max(best - 1, 0), min(best + 1, grid - 1)
     # the two nearest other grid points (both on one side when the best is at a bound)
     near = sorted((i for i in range(grid) if i != best), key=lambda i: abs(i - best))[:2]
     known = [(float(logits[i]), float(-sign * values[i])) for i in near]
-    x_best, f_best, _ = _brent(lambda x: -sign * value(x), float(logits[lo_i]),
+    x_best, f_best, _ = _brent(lambda x: -sign * f.value(x), float(logits[lo_i]),
                                float(logits[hi_i]), float(logits[best]),
                                float(-sign * values[best]), known, xtol)
-    v_best = -sign * f_best
-    share = 1.0 / (1.0 + math.exp(-x_best))
-    if search != accuracy:  # the value at the share found, with the returned value's rule
-        law = law_at_share(name, share, epsilon=epsilon, c=c, **params)
-        rule = quadrature(law, q, t, **accuracy)
-        evaluations += 1
-        v_best = float(expected_metrics_many([law], q, t, shuffle=shuffle, c=c,
-                                             rules=[rule])[0][objective])
-    total = float(epsilon) - float(params.get("eps3", 0.0))
-    return Allocation(share, share * total, (1 - share) * total, float(v_best), objective,
-                      evaluations, tuple((1.0 / (1.0 + math.exp(-x)), float(v))
-                                         for x, v in zip(logits, values)))
+    return x_best, f_best

@@ -159,13 +159,7 @@ def selection_laws(mechs: Sequence[Any], queries: Any, thresholds: Any, *,
     n = q.shape[0]
     first = laws[0]
     c = _answer_size(first, c)
-    for other in laws[1:]:
-        same = (other.c == first.c and other.resample == first.resample
-                and other.k_max == first.k_max
-                and type(other.query_noise) is type(first.query_noise))
-        if not same:
-            raise ValueError("mechanisms evaluated together must share the cut-off c, k_max, "
-                             "resampling and the query-noise family")
+    _check_together(laws)
     if first.resample and len(laws) > 1:  # its chain couples all nodes: one law at a time
         return [selection_laws([m], q, t, shuffle=shuffle, c=c, ties=ties,
                                 rules=None if rules is None else [r])[0]
@@ -181,8 +175,51 @@ def selection_laws(mechs: Sequence[Any], queries: Any, thresholds: Any, *,
     if len(rules) != len(laws):
         raise ValueError(f"give one rule per mechanism; got {len(rules)} for {len(laws)}")
     num_nodes = [int(r.nodes.size) for r in rules]
-    rules = [_quadrature.padded(r) for r in rules]
     dtype = _dtype()
+    z, W, query, host = _nodes(laws, [_quadrature.padded(r) for r in rules], dtype)
+    length = n if first.k_max is None else min(n, first.k_max)
+    d_run = jnp.asarray((q - t)[:length], dtype)
+    states = min(c_mech if c_mech is not None else c_eff, max(length, 1))
+    c_mech_s = None if c_mech is None else min(c_mech, states)
+    c_eff_s = min(c_eff, states)
+    rows = None
+    if first.resample:
+        out = _laws.resample_fixed_order(z, W[:, 0], d_run, query, c=c_mech_s, c_eff=c_eff_s)
+        out = jax.tree_util.tree_map(lambda x: x[..., None], out)
+    else:
+        kernel = _laws.fixed_order
+        if host is not None:  # chunks driven from the host: no compile per node count
+            z, W, scale = host
+            query = first.query_noise if scale is None else \
+                jax.tree_util.tree_map(lambda _: scale, first.query_noise)
+            kernel = _laws.fixed_order_host
+        if shuffle:
+            out, rows = _random_order(z, W, (q - t)[:length], d_run, query, states=states,
+                                      c_mech=c_mech_s, c_eff=c_eff_s, ties=ties)
+        else:
+            out = kernel(z, W, d_run, query, states=states, c_mech=c_mech_s, c_eff=c_eff_s,
+                         group=_quadrature.PAD)
+    return _split_laws(out, rows, n, length, num_nodes)
+
+
+def _check_together(laws: Sequence[ThresholdLaw]) -> None:
+    """Laws evaluated in one kernel call share the cut-off, k_max, resampling and the
+    query-noise family."""
+    first = laws[0]
+    for other in laws[1:]:
+        same = (other.c == first.c and other.resample == first.resample
+                and other.k_max == first.k_max
+                and type(other.query_noise) is type(first.query_noise))
+        if not same:
+            raise ValueError("mechanisms evaluated together must share the cut-off c, k_max, "
+                             "resampling and the query-noise family")
+
+
+def _nodes(laws: Sequence[ThresholdLaw], rules: Sequence[_quadrature.Rule], dtype):
+    """The laws' (padded) quadrature nodes concatenated: (z [G], W [G, L] with each law's
+    density weights in its own column, the query noise with its scale per node, and for
+    concrete laws the host copies (z, W, scale) the host-driven kernels take, else None)."""
+    first = laws[0]
     sizes = [r.nodes.size for r in rules]
     starts = np.cumsum([0] + sizes)
     # ⊤ iff q_i + ν ≥ T_i + shift + z, i.e. sf_ν(z + shift − (q_i − T_i)): the shift moves
@@ -214,29 +251,14 @@ def selection_laws(mechs: Sequence[Any], queries: Any, thresholds: Any, *,
     if has_scale:
         scale = jnp.asarray(scale, dtype)
         query = jax.tree_util.tree_map(lambda _: scale, query)
-    length = n if first.k_max is None else min(n, first.k_max)
-    d_run = jnp.asarray((q - t)[:length], dtype)
-    states = min(c_mech if c_mech is not None else c_eff, max(length, 1))
-    c_mech_s = None if c_mech is None else min(c_mech, states)
-    c_eff_s = min(c_eff, states)
-    rows = None
-    if first.resample:
-        out = _laws.resample_fixed_order(z, W[:, 0], d_run, query, c=c_mech_s, c_eff=c_eff_s)
-        out = jax.tree_util.tree_map(lambda x: x[..., None], out)
-    else:
-        kernel = _laws.fixed_order
-        if host is not None:  # chunks driven from the host: no compile per node count
-            z, W, scale = host
-            query = first.query_noise if scale is None else \
-                jax.tree_util.tree_map(lambda _: scale, first.query_noise)
-            kernel = _laws.fixed_order_host
-        if shuffle:
-            out, rows = _random_order(z, W, (q - t)[:length], d_run, query, states=states,
-                                      c_mech=c_mech_s, c_eff=c_eff_s, ties=ties)
-        else:
-            out = kernel(z, W, d_run, query, states=states, c_mech=c_mech_s, c_eff=c_eff_s,
-                         group=_quadrature.PAD)
+    return z, W, query, host
 
+
+def _split_laws(out, rows, n: int, length: int, num_nodes: Sequence[int]
+                ) -> list[SelectionLaw]:
+    """One :class:`SelectionLaw` per column of the kernel's output, its items in the caller's
+    order (``rows``: every item's row with tie groups) and padded past ``length`` (k_max) with
+    the probabilities of positions never reached."""
     def full(x, fill=0.0):
         if x is None or length == n:
             return x
@@ -256,7 +278,7 @@ def selection_laws(mechs: Sequence[Any], queries: Any, thresholds: Any, *,
     return [SelectionLaw(wrap(top[:, k]), wrap(member[:, k]), wrap(evaluated[:, k]),
                          wrap(count[:, k]), None if halted is None else wrap(halted[:, k]),
                          num_nodes[k])
-            for k in range(len(laws))]
+            for k in range(len(num_nodes))]
 
 
 def _to_device(x: np.ndarray) -> jax.Array:

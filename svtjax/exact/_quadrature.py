@@ -28,7 +28,7 @@ Where Φ is not smooth, Gauss–Legendre converges slowly, so the panel edges ar
    query-noise scale inside the active region) — the Gauss–Legendre error bound for an analytic
    integrand of that scale. Panels far in the tails get few nodes.
 
-Accuracy at the defaults: ``benchmarks/bench_exact.py --part accuracy`` compares every
+Accuracy at the defaults (``benchmarks/RESULTS.md``, Decisions): a comparison of every
 P(i ∈ S) with a far finer rule (every kink an edge, panels one query-noise scale wide) on Zipf
 n = 10^4, retail, T10I4D100K and BMS-WebView-1 (c = 50, ε = 0.1 and 0.5) and records the
 largest difference; ``tests/test_exact.py`` checks that doubling the nodes changes no reported
@@ -260,7 +260,7 @@ def _rule(panels: _Panels, factor: int = 1) -> Rule:
 
 
 # Rules are padded to a multiple of this many nodes; the kernels rely on it to integrate each
-# aligned group of PAD nodes against its own law only (svtjax.exact._laws._map_chunks).
+# aligned group of PAD nodes against its own law only (svtjax.exact._chunks.map_chunks).
 PAD = 128
 
 
