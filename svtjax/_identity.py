@@ -27,8 +27,12 @@ SOURCE_ATTR = "__svtjax_source_sha256__"
 """Set by ``svtjax._plugins.load`` on a plugin file's module: the hash of the exact bytes it
 executed (a later edit of the file on disk does not change what that module computes)."""
 
-_SKIP = {"cli.py", "plot.py"}
-"""Package files that compute no number of a result (the command line, the plots)."""
+_SKIP = ("audit/", "cli/", "plot.py")
+"""Package files that compute no number of a result (the audits, the command line, the
+plots)."""
+
+_SOURCES = (".py", ".cc", ".h")
+"""What the numbers are computed from: the Python sources and the compiled kernels' sources."""
 
 
 @functools.lru_cache(maxsize=None)
@@ -38,9 +42,9 @@ def code_version() -> str:
 
     root = pathlib.Path(svtjax.__file__).parent
     h = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
+    for path in sorted(p for p in root.rglob("*") if p.suffix in _SOURCES):
         rel = path.relative_to(root).as_posix()
-        if rel.startswith("audit") or rel in _SKIP:
+        if rel.startswith(_SKIP):
             continue
         h.update(rel.encode())
         h.update(path.read_bytes())

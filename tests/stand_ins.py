@@ -9,15 +9,14 @@ import numpy as np
 
 
 def stand_in_chunk(mech, queries, thresholds, root, start, trials, reduce=None, extra=None, *,
-                   chunk, shuffle, num_devices=1, rule=None, mode="outcome", points=0,
-                   width=None, groups=1, compaction=None):
-    """What ``svtjax.simulate.run_chunk`` returns to a sweep (per-trial metric values, all 0.5),
+                   plan):
+    """What ``svtjax._driver.run_chunk`` returns to a sweep (per-trial metric values, all 0.5),
     without tracing or compiling anything."""
-    del mech, queries, thresholds, root, start, trials, extra, shuffle, num_devices, rule, width
-    del groups, compaction
-    assert mode == "values"
-    metrics = reduce.func.args[1]  # sweep._reducer_fn(k, metrics, own, rule)
-    shape = (len(metrics), chunk) if points == 0 else (points, len(metrics), chunk)
+    del mech, queries, thresholds, root, start, trials, extra
+    assert plan.mode == "values"
+    metrics = reduce.func.args[1]  # svtjax.sweep.reduce._reducer_fn(k, metrics, own, rule)
+    shape = ((len(metrics), plan.chunk) if plan.points == 0
+             else (plan.points, len(metrics), plan.chunk))
     return np.full(shape, 0.5)
 
 
@@ -25,7 +24,7 @@ def stand_in_chunk(mech, queries, thresholds, root, start, trials, reduce=None, 
 def no_kernels(monkeypatch):
     """Within the block, sweeps (and ``svtjax simulate``) run on :func:`stand_in_chunk`."""
     monkeypatch.setenv("SVTJAX_NO_CACHE", "1")
-    monkeypatch.setattr(importlib.import_module("svtjax.simulate"), "run_chunk", stand_in_chunk)
+    monkeypatch.setattr(importlib.import_module("svtjax._driver"), "run_chunk", stand_in_chunk)
     yield
 
 

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import svtjax
-from svtjax import sweep
+from svtjax import _driver, sweep
+from svtjax.sweep import runner
 
 C = 50
 TRIALS = 4000  # the reported case: Zipf's 10^4 items, c = 50, ε = 0.1, 4,000 shuffled trials
@@ -40,14 +41,16 @@ def _plan(name):
     for n in SIZES:
         point = sweep.expand(sweep.load_config(_raw(name, n, 1.0)))[0]
         mech = point.build()
-        per_trial = sweep._bytes_per_trial(mech, n, 4, True, point.c, len(METRICS))
+        per_trial = runner._bytes_per_trial(mech, n, 4, True, point.c, len(METRICS))
         cap = mech.cpu_chunk_bytes if jax.default_backend() == "cpu" else None
         budgets = [per_trial * slots for slots in SLOTS]
         if cap is not None:
             budgets[0] = min(budgets[0], cap)
         by_chunk = {}
         for b in budgets:
-            chunk = sweep.plan(1, TRIALS, per_trial, b if cap is None else min(b, cap))[1]
+            chunk = _driver.plan(mech, n, TRIALS, shuffle=True, mode="values", budget=b,
+                                 extra_bytes=runner._extra_bytes(point.c, len(METRICS)),
+                                 block=sweep.BLOCK_TRIALS).chunk
             by_chunk.setdefault(chunk, b / 2**20)
         chunks = list(by_chunk)[:3]
         if len(chunks) == 3 and any(TRIALS % chunk for chunk in chunks):
@@ -69,14 +72,14 @@ def test_sweep_numbers_do_not_depend_on_the_memory_budget(name, monkeypatch):
     """lyu-alg1 (the reported case) always; every other registered mechanism with --runslow
     (three kernels each)."""
     used = []
-    plan = sweep.plan
+    plan = _driver.plan
 
     def recording_plan(*args, **kwargs):
         out = plan(*args, **kwargs)
-        used.append(out[1])
+        used.append(out.chunk)
         return out
 
-    monkeypatch.setattr(sweep, "plan", recording_plan)
+    monkeypatch.setattr(_driver, "plan", recording_plan)
     n, budgets, chunks = _plan(name)
     used.clear()
     runs = [_run(name, n, mb) for mb in budgets]

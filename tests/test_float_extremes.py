@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import svtjax
-from svtjax import _validate, accounting, cli, sweep
+from svtjax import _driver, _validate, accounting, cli, sweep
 from svtjax._pytree import pytree_dataclass
 from svtjax.mechanisms import ThresholdMechanism, Written
 from svtjax.noise import Laplace
@@ -69,11 +69,11 @@ FLOAT32_CASES = [
 def test_simulate_refuses_what_float32_cannot_compute(label, mech, message):
     """These used to run and return F1 = 0 and inf costs ("nan-DP" in the CLI); now one line,
     before compiling, saying what to do. float64 holds the same numbers."""
-    before = sim.run_chunk._cache_size()
+    before = _driver.run_chunk._cache_size()
     with pytest.raises(ValueError, match=message) as err:
         svtjax.simulate(mech, Q32, 3.0, trials=2)
     assert "\n" not in str(err.value) and "float64" in str(err.value)
-    assert sim.run_chunk._cache_size() == before
+    assert _driver.run_chunk._cache_size() == before
     if not label.startswith("noise"):
         _validate.computable(mech, np.float64)  # float64 holds them
 
@@ -172,7 +172,7 @@ def test_svt_gap_refuses_gaps_float32_cannot_hold():
     one line before anything is compiled (it released +inf gaps); gaps that fit still run."""
     mech = svtjax.get("svt-gap", epsilon=1.0, c=2)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(sim, "run_chunk", lambda *a, **k: pytest.fail("compiled before refusing"))
+        mp.setattr(_driver, "run_chunk", lambda *a, **k: pytest.fail("compiled before refusing"))
         with pytest.raises(ValueError, match="svt-gap cannot run in float32: a released gap "
                                              "q_i \\+ noise - \\(T_i \\+ noise\\) can reach 6e"
                                              "\\+38") as err:

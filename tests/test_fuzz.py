@@ -14,7 +14,6 @@ which returns per-trial metric values without tracing anything).
 
 import atexit
 import contextlib
-import importlib
 import io
 import json
 import math
@@ -30,7 +29,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import svtjax
-from svtjax import _validate, cli, sweep
+from svtjax import _driver, _validate, cli, sweep
 from svtjax.noise import Exponential, Gaussian, Laplace
 from tests.stand_ins import stand_in_chunk
 
@@ -285,7 +284,6 @@ def test_cli_exits_0_or_2_with_one_line():
     plot replaced by stand-ins): exit status 0, or 2 with exactly one line on stderr."""
     from svtjax import plot
 
-    sim = importlib.import_module("svtjax.simulate")  # the module (svtjax.simulate is the function)
 
     @settings(max_examples=80, **SETTINGS)
     @given(argv=_argv())
@@ -306,7 +304,7 @@ def test_cli_exits_0_or_2_with_one_line():
     before = dict(base._REGISTRY)  # the plugins' mechanisms stay out of later tests
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SVTJAX_NO_CACHE", "1")
-        mp.setattr(sim, "run_chunk", stand_in_chunk)
+        mp.setattr(_driver, "run_chunk", stand_in_chunk)
         mp.setattr(plot, "utility_curves", lambda rows, path, **kw: None)
         mp.setattr(cli, "tune_allocator", lambda: None, raising=False)
         try:
@@ -350,12 +348,11 @@ def test_plugin_files_load_or_say_why_in_one_line(parts, command):
     n = len(list(FUZZ_DIR.glob("plugin_*.py")))
     path = FUZZ_DIR / f"plugin_{n}.py"
     path.write_text("\n".join(PLUGIN_PARTS[i].replace("{n}", str(n)) for i in parts))
-    sim = importlib.import_module("svtjax.simulate")
     out, err = io.StringIO(), io.StringIO()
     try:
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("SVTJAX_NO_CACHE", "1")
-            mp.setattr(sim, "run_chunk", stand_in_chunk)
+            mp.setattr(_driver, "run_chunk", stand_in_chunk)
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
                 code = cli.main(["--plugin", str(path)] + command)
         lines = err.getvalue().strip().splitlines()
@@ -391,9 +388,8 @@ def test_point_files_are_reused_only_when_valid(edits):
     from svtjax import _records
 
     out = FUZZ_DIR / "points-out"
-    sim = importlib.import_module("svtjax.simulate")
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(sim, "run_chunk", stand_in_chunk)
+        mp.setattr(_driver, "run_chunk", stand_in_chunk)
         config = sweep.load_config(POINT_TOML)
         first = sweep.run(config, out, resume=False, progress=False, log=lambda m: None)
         paths = sorted((out / "points").glob("*.json"))

@@ -42,7 +42,7 @@ def test_every_file_is_listed_and_numbers_are_written_at_the_runs_precision(tmp_
     cfg.write_text(TOML)
     out = tmp_path / "out"
     with no_kernels(monkeypatch):
-        monkeypatch.setattr(importlib.import_module("svtjax.simulate"), "run_chunk",
+        monkeypatch.setattr(importlib.import_module("svtjax._driver"), "run_chunk",
                             _float32_chunk)
         code, stdout, err = run_cli(["sweep", str(cfg), "--out", str(out), "--no-progress"])
     assert code == 0, err

@@ -1,6 +1,7 @@
 """``simulate``: per-trial keys, chunk/device invariance, one compile per structure, reducers,
 and the per-trial random order."""
 
+import dataclasses
 import functools
 import importlib
 import math
@@ -16,6 +17,7 @@ import pytest
 from scipy import stats
 
 import svtjax
+from svtjax import _driver
 from tests.cases import CASES, build, case_ids
 from tests.conftest import subprocess_env
 
@@ -48,12 +50,12 @@ def test_chunk_size_does_not_change_outcomes(name, params, shuffle):
 
 @pytest.mark.parametrize("shuffle", [False, True])
 def test_the_compaction_factor_changes_no_number(shuffle, monkeypatch):
-    """The engine's compaction factor (``_engine.COMPACTION``, per platform) reaches the trace
-    of ``simulate``'s chunk (a static argument: each factor its own program) and changes no
-    number: 130 trials compact as 130/17 at the CPU's factor 8, 130/65/33/17 at 2, never at
-    10^9."""
+    """The engine's compaction factor (``svtjax.engine.COMPACTION``, per platform) reaches the
+    trace of ``simulate``'s chunk (in its plan, the one static argument: each factor its own
+    program) and changes no number: 130 trials compact as 130/17 at the CPU's factor 8,
+    130/65/33/17 at 2, never at 10^9."""
     from svtjax import _loops
-    from svtjax.mechanisms import _engine
+    from svtjax import engine as _engine
 
     seen = []
     sizes = _loops.bucket_sizes
@@ -68,8 +70,7 @@ def test_the_compaction_factor_changes_no_number(shuffle, monkeypatch):
                                            shuffle=shuffle))
         assert (130, factor) in seen
     with pytest.raises(ValueError, match="integer >= 2"):
-        with _engine.compaction(1):
-            pass
+        dataclasses.replace(_engine.resolve(), compaction=1)
 
 
 @pytest.mark.parametrize("case", CASES, ids=case_ids())
@@ -78,7 +79,7 @@ def test_a_narrow_block_gives_the_numbers_of_a_whole_block(case):
     ``NARROW`` (``_engine.block_width``); every registered case gives the Outcomes of the
     whole-BLOCK layout, bit for bit, in a fixed order and shuffled (one program per case; the
     CRN tests' streams of 9 and 50 queries run narrow blocks of 16 and 56)."""
-    from svtjax.mechanisms import _engine
+    from svtjax import engine as _engine
 
     rng = np.random.default_rng(17)
     n = 5
@@ -141,15 +142,15 @@ def test_sharded_over_four_cpu_devices_is_bit_identical(tmp_path):
 
 def test_sweep_of_20_epsilons_by_3_cutoffs_compiles_once():
     q = 50.0 / np.arange(1, 38)  # a shape no other test uses: the first call compiles
-    before = simulate_module.run_chunk._cache_size()
+    before = _driver.run_chunk._cache_size()
     for c in (1, 3, 5):  # c is a traced leaf, like epsilon
         for eps in np.linspace(0.1, 2.0, 20):
             mech = svtjax.get("svt-s", epsilon=float(eps), c=c, monotonic=True)
             svtjax.simulate(mech, q, 5.0, trials=20)
-    assert simulate_module.run_chunk._cache_size() - before == 1
+    assert _driver.run_chunk._cache_size() - before == 1
     # a structural change (monotonic) does compile again
     svtjax.simulate(svtjax.get("svt-s", epsilon=0.5, c=3), q, 5.0, trials=20)
-    assert simulate_module.run_chunk._cache_size() - before == 2
+    assert _driver.run_chunk._cache_size() - before == 2
 
 
 def test_vmap_over_a_stacked_batch_of_mechanisms():
@@ -194,8 +195,8 @@ def test_shuffled_trial_groups_change_no_number(monkeypatch):
                 "rows": jnp.stack([ctx.index, evaluated])}  # [2, trials]
 
     reduce = jax.tree_util.Partial(per_trial)
-    runs = [simulate_module.run_chunk(mech, ZIPF, jnp.full(300, 10.0), root, 0, 256, reduce,
-                                      chunk=256, shuffle=True, mode="values", groups=g)
+    runs = [_driver.run_chunk(mech, ZIPF, jnp.full(300, 10.0), root, 0, 256, reduce,
+                              plan=_driver.Plan(chunk=256, shuffle=True, mode="values", groups=g))
             for g in (1, 2, 4)]
     assert np.asarray(runs[0]["evaluated"]).min() < 300  # trials halt at different positions
     for run in runs[1:]:
@@ -204,11 +205,11 @@ def test_shuffled_trial_groups_change_no_number(monkeypatch):
     np.testing.assert_array_equal(np.asarray(runs[2]["rows"]),
                                   np.stack([np.arange(256), np.asarray(runs[0]["evaluated"])]))
     # mode "sum": the trials on the leading axis ([trials, 2] here)
-    sums = [simulate_module.run_chunk(
+    sums = [_driver.run_chunk(
         mech, ZIPF, jnp.full(300, 10.0), root, 0, 200,
         jax.tree_util.Partial(lambda out, ctx: jnp.stack(
             [jnp.sum(out.answers >= 0, axis=-1), ctx.index], axis=1)),
-        chunk=256, shuffle=True, mode="sum", groups=g) for g in (1, 4)]
+        plan=_driver.Plan(chunk=256, shuffle=True, mode="sum", groups=g)) for g in (1, 4)]
     _assert_same(sums[0], sums[1])
     np.testing.assert_array_equal(np.asarray(sums[1])[1], np.arange(200).sum())
 
@@ -216,17 +217,17 @@ def test_shuffled_trial_groups_change_no_number(monkeypatch):
         return jnp.sum(out.answers >= 0, axis=-1), jnp.sum(out.answers == 1, axis=-1)
 
     ungrouped = svtjax.simulate(mech, ZIPF, 10.0, trials=512, seed=4, shuffle=True, reduce=count)
-    monkeypatch.setattr(simulate_module, "SHUFFLE_GROUP_BYTES", 1)
-    assert simulate_module.shuffle_groups(mech, 300, 512) == 4  # groups of the 128-trial minimum
+    monkeypatch.setattr(_driver, "SHUFFLE_GROUP_BYTES", 1)
+    assert _driver.shuffle_groups(mech, 300, 512) == 4  # groups of the 128-trial minimum
     grouped = svtjax.simulate(mech, ZIPF, 10.0, trials=512, seed=4, shuffle=True, reduce=count)
     _assert_same(ungrouped, grouped)
 
 
 def test_shuffle_groups_are_equal_cache_sized_small_trials_and_cpu_only(monkeypatch):
     mech = svtjax.get("svt-s", epsilon=1.0, c=5)
-    groups = simulate_module.shuffle_groups
-    monkeypatch.setattr(simulate_module, "SHUFFLE_GROUP_BYTES", 4 * 2**20)
-    monkeypatch.setattr(simulate_module, "GROUP_TRIAL_BYTES", 16 * 2**10)
+    groups = _driver.shuffle_groups
+    monkeypatch.setattr(_driver, "SHUFFLE_GROUP_BYTES", 4 * 2**20)
+    monkeypatch.setattr(_driver, "GROUP_TRIAL_BYTES", 16 * 2**10)
     # n = 10^4: the order adds an int16 permutation (10,048 entries; with the compiled block
     # the trials' items are read from it, without it an int32 items buffer of 10^4 too), and a
     # trial's working set (32 KiB; 76 KiB) is above the bound: not grouped
@@ -243,12 +244,12 @@ def test_shuffle_groups_are_equal_cache_sized_small_trials_and_cpu_only(monkeypa
     assert groups(mech, 1_000, 10_000, points=4) == (20 if not items else 50)
     assert groups(mech, 1_000, 128) == 1  # the minimum group
     assert groups(mech, 1_000, 10_007) == 1  # a prime: no equal groups
-    monkeypatch.setattr(simulate_module, "SHUFFLE_GROUP_BYTES", 2**20)  # 499 (172) a group
+    monkeypatch.setattr(_driver, "SHUFFLE_GROUP_BYTES", 2**20)  # 499 (172) a group
     assert groups(mech, 1_000, 1000) == (2 if not items else 5)
     # a mechanism whose random order adds no working memory is not grouped
     assert groups(svtjax.get("report-noisy-max", epsilon=1.0, k=5), 1_000, 10_000) == 1
-    monkeypatch.setattr(simulate_module, "GROUP_TRIAL_BYTES", 2**20)  # a larger bound
-    monkeypatch.setattr(simulate_module, "SHUFFLE_GROUP_BYTES", 4 * 2**20)
+    monkeypatch.setattr(_driver, "GROUP_TRIAL_BYTES", 2**20)  # a larger bound
+    monkeypatch.setattr(_driver, "SHUFFLE_GROUP_BYTES", 4 * 2**20)
     assert groups(mech, 10_000, 1000) == 5
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
     assert groups(mech, 1_000, 10_000) == 1
@@ -259,15 +260,16 @@ def test_shuffled_outcomes_in_groups_are_the_ungrouped_outcomes(monkeypatch):
     Outcome it gets ungrouped, field by field, through ``run_chunk`` and ``simulate``."""
     mech = svtjax.get("svt-s", epsilon=2.0, c=3)
     root = simulate_module.seed_key(12)
-    runs = [simulate_module.run_chunk(mech, ZIPF, jnp.full(300, 10.0), root, 0, 256,
-                                      chunk=256, shuffle=True, groups=g) for g in (1, 4)]
+    runs = [_driver.run_chunk(mech, ZIPF, jnp.full(300, 10.0), root, 0, 256,
+                              plan=_driver.Plan(chunk=256, shuffle=True, groups=g))
+            for g in (1, 4)]
     assert np.asarray(runs[0].answers).shape[0] == 256
     assert (np.asarray(runs[0].answers) >= 0).sum(axis=1).min() < 300  # early halts
     # field by field (a stored items array past a trial's halt is not part of the Outcome)
     _assert_same(runs[0], runs[1])
     ungrouped = svtjax.simulate(mech, ZIPF, 10.0, trials=512, seed=4, shuffle=True)
-    monkeypatch.setattr(simulate_module, "SHUFFLE_GROUP_BYTES", 1)
-    assert simulate_module.shuffle_groups(mech, 300, 512) == 4
+    monkeypatch.setattr(_driver, "SHUFFLE_GROUP_BYTES", 1)
+    assert _driver.shuffle_groups(mech, 300, 512) == 4
     grouped = svtjax.simulate(mech, ZIPF, 10.0, trials=512, seed=4, shuffle=True)
     _assert_same(ungrouped, grouped)
 
@@ -307,7 +309,8 @@ def test_fisher_yates_kernels_match_the_reference_shuffle():
     reference's order, block after block with the pending write carried across blocks; n = 100
     makes swap partners collide within a block, n = 5 and 130 leave padded positions in the
     last block."""
-    from svtjax.mechanisms import _engine as engine
+    from svtjax import engine
+    from svtjax.engine import shuffle as engine_shuffle
     from svtjax.mechanisms.base import BLOCK, block_order, num_blocks, stream_key, stream_order
 
     batch = 5
@@ -317,7 +320,7 @@ def test_fisher_yates_kernels_match_the_reference_shuffle():
         # One program per (kernel, layout, n): the blocks one after another, as the engine's
         # loop runs them, the pending write carried from block to block.
         skeys = [stream_key(jax.random.key(100 + t), "order") for t in range(batch)]
-        fy = engine._shuffle_init(batch, num_blocks(n) * BLOCK, native=layout)
+        fy = engine.shuffle_init(batch, num_blocks(n) * BLOCK, native=layout)
         got = []
         for b in range(num_blocks(n)):
             order = jnp.stack([block_order(k, b, n) for k in skeys])
@@ -336,35 +339,42 @@ def test_fisher_yates_kernels_match_the_reference_shuffle():
                 for order in np.asarray(orders(n))]
         for kernel, layout in ((engine.fisher_yates_block, native),
                                (engine.fisher_yates_block, False),
-                               (engine._fisher_yates_block_2d, False)):
+                               (engine_shuffle._fisher_yates_block_2d, False)):
             got = np.asarray(blocks(kernel, layout, n))
             np.testing.assert_array_equal(got, np.stack(want),
                                           err_msg=f"{kernel.__name__} {layout} n={n}")
 
 
-def test_default_chunk_fits_the_platform_memory_budget():
+def _chunk(mech, n, trials, platform, monkeypatch, **kwargs):
+    """The chunk :func:`svtjax._driver.plan` makes on ``platform`` (its only platform read)."""
+    with monkeypatch.context() as patch:
+        patch.setattr(jax, "default_backend", lambda: platform)
+        return _driver.plan(mech, n, trials, shuffle=False, **kwargs).chunk
+
+
+def test_default_chunk_fits_the_platform_memory_budget(monkeypatch):
     mech = svtjax.get("svt-s", epsilon=1.0, c=5)
-    size = simulate_module.default_chunk_size
-    assert size(mech, 10_000, 1000, platform="cpu") == 1000  # fits 256 MiB: one chunk
-    cpu = size(mech, 10_000, 100_000, platform="cpu")
-    gpu = size(mech, 10_000, 100_000, platform="gpu")
+    size = functools.partial(_chunk, monkeypatch=monkeypatch)
+    assert size(mech, 10_000, 1000, "cpu") == 1000  # fits 256 MiB: one chunk
+    cpu = size(mech, 10_000, 100_000, "cpu")
+    gpu = size(mech, 10_000, 100_000, "gpu")
     per_trial = mech.working_bytes(10_000, 4, False)
-    largest = simulate_module.MEMORY_BUDGET // per_trial
-    assert cpu * per_trial <= simulate_module.MEMORY_BUDGET < (largest + 1) * per_trial
+    largest = _driver.MEMORY_BUDGET // per_trial
+    assert cpu * per_trial <= _driver.MEMORY_BUDGET < (largest + 1) * per_trial
     assert cpu == math.ceil(100_000 / math.ceil(100_000 / largest))  # equal chunks
-    assert gpu * per_trial <= simulate_module.ACCELERATOR_MEMORY_BUDGET
+    assert gpu * per_trial <= _driver.ACCELERATOR_MEMORY_BUDGET
     assert gpu > 4 * cpu
-    assert size(mech, 10_000, 100_000, platform="cpu", memory_budget=per_trial) == 1
+    assert size(mech, 10_000, 100_000, "cpu", budget=per_trial) == 1
 
 
-def test_selection_chunks_are_cache_sized_on_a_cpu_only():
+def test_selection_chunks_are_cache_sized_on_a_cpu_only(monkeypatch):
     """A mechanism's cpu_chunk_bytes caps its CPU chunk (the selection family holds whole
-    noisy streams per trial); an accelerator and an explicit budget are not capped."""
+    noisy streams per trial), whatever the budget; an accelerator is not capped."""
     mech = svtjax.get("report-noisy-max", epsilon=1.0, k=5)
-    size = simulate_module.default_chunk_size
+    size = functools.partial(_chunk, monkeypatch=monkeypatch)
     per_trial = mech.working_bytes(10_000, 4, False)
-    cpu = size(mech, 10_000, 1000, platform="cpu")
+    cpu = size(mech, 10_000, 1000, "cpu")
     assert cpu * per_trial <= mech.cpu_chunk_bytes < 2 * cpu * per_trial
-    assert size(mech, 10_000, 1000, platform="gpu") == 1000
-    assert size(mech, 10_000, 1000, platform="cpu", memory_budget=2**30) == 1000
+    assert size(mech, 10_000, 1000, "gpu") == 1000
+    assert size(mech, 10_000, 1000, "cpu", budget=2**30) == cpu
     assert svtjax.get("svt-s", epsilon=1.0, c=5).cpu_chunk_bytes is None

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import svtjax
-from svtjax import sweep
+from svtjax import _driver, sweep
+from svtjax.sweep import report, runner, store
 from tests.conftest import subprocess_env
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -104,10 +105,26 @@ def test_point_seeds_depend_only_on_the_point():
     assert len(set(seeds2.values())) == len(seeds2)
 
 
+class _Sized:
+    """A mechanism as the planner sees it: 1,000 bytes a trial, no CPU cap."""
+
+    cpu_chunk_bytes = None
+
+    def working_bytes(self, n, itemsize, shuffle):
+        return 1000
+
+
+def _sweep_plan(trials, budget, max_points=1):
+    """(points per batch, chunk) a sweep plans for trials of :class:`_Sized`."""
+    plan = _driver.plan(_Sized(), 100, trials, shuffle=False, mode="values", budget=budget,
+                        block=sweep.BLOCK_TRIALS, max_points=max_points)
+    return max(plan.points, 1), plan.chunk
+
+
 def test_plan_respects_the_memory_budget():
     for trials in (1, 100, 256, 257, 1000, 10**6):
         for budget in (1e5, 1e7, 1e9):
-            pb, chunk = sweep.plan(20, trials, 1000, budget, points_per_batch=8)
+            pb, chunk = _sweep_plan(trials, budget, max_points=8)
             assert chunk >= min(trials, sweep.BLOCK_TRIALS)
             if trials > sweep.BLOCK_TRIALS:
                 assert chunk % sweep.BLOCK_TRIALS == 0
@@ -162,11 +179,14 @@ def test_chunk_size_does_not_change_numbers():
     raw = _config()
     raw["mechanisms"] = raw["mechanisms"][:1]
     big = sweep.run(raw, progress=False, log=lambda m: None)
-    per_trial = sweep._bytes_per_trial(sweep.expand(sweep.load_config(raw))[0].build(), N, 8,
-                                       raw["sweep"].get("shuffle", True), 6, 4)
+    per_trial = runner._bytes_per_trial(sweep.expand(sweep.load_config(raw))[0].build(), N, 8,
+                                        raw["sweep"].get("shuffle", True), 6, 4)
     budget = 300 * per_trial  # room for 256 trials, not 512: chunks of 256, two per point
     raw["sweep"]["memory_budget_mb"] = budget / 2**20
-    assert sweep.plan(1, 300, per_trial, budget)[1] == sweep.BLOCK_TRIALS
+    mech = sweep.expand(sweep.load_config(raw))[0].build()
+    assert _driver.plan(mech, N, 300, shuffle=raw["sweep"].get("shuffle", True), mode="values",
+                        itemsize=8, budget=budget, extra_bytes=runner._extra_bytes(6, 4),
+                        block=sweep.BLOCK_TRIALS).chunk == sweep.BLOCK_TRIALS
     small = sweep.run(raw, progress=False, log=lambda m: None)
     assert _stats(small.rows) == _stats(big.rows)
 
@@ -178,14 +198,14 @@ def test_interrupted_sweep_resumes_only_unfinished_points(tmp_path):
     out = tmp_path / "cut"
     written = []
 
-    def stop_after_five(path, obj, _write=sweep._write_json):
+    def stop_after_five(path, obj, _write=store._write_json):
         _write(path, obj)
         written.append(path)
         if len(written) == 5:
             raise KeyboardInterrupt("interrupted by the test after 5 points")
 
     with pytest.MonkeyPatch.context() as mp, pytest.raises(KeyboardInterrupt):
-        mp.setattr(sweep, "_write_json", stop_after_five)
+        mp.setattr(runner, "_write_json", stop_after_five)
         sweep.run(raw, out, progress=False, log=lambda m: None)
     assert len(list((out / "points").glob("*.json"))) == 5
     assert not (out / "results.csv").exists()
@@ -199,20 +219,20 @@ def test_interrupted_sweep_resumes_only_unfinished_points(tmp_path):
     assert sweep.run(raw, out, progress=False, log=lambda m: None).reused == 0
     side = json.loads((out / "results.json").read_text())
     assert side["config"]["sweep"]["trials"] == 301 and "jax" in side["versions"]
+    assert side["versions"]["native_kernels"] == svtjax._native.status()
 
 
 def test_shuffled_trial_groups_give_identical_results_files(tmp_path, monkeypatch):
-    """A shuffled sweep whose chunks run in trial groups (``simulate.shuffle_groups``, forced
+    """A shuffled sweep whose chunks run in trial groups (``_driver.shuffle_groups``, forced
     here with a 1-byte budget: groups of the 128-trial minimum) writes the same results as one
     group per chunk."""
     raw = _config(shuffle=True, trials=256)
     raw["mechanisms"] = raw["mechanisms"][:1]
     raw["grid"] = {"epsilon": [1.0], "c": [3, 6]}
     sweep.run(raw, tmp_path / "one", num_devices=1, progress=False, log=lambda m: None)
-    simulate = importlib.import_module("svtjax.simulate")
-    monkeypatch.setattr(simulate, "SHUFFLE_GROUP_BYTES", 1)
+    monkeypatch.setattr(_driver, "SHUFFLE_GROUP_BYTES", 1)
     mech = svtjax.get("svt-s", epsilon=1.0, c=3, monotonic=True)
-    assert simulate.shuffle_groups(mech, N, 256, points=2) == 2
+    assert _driver.shuffle_groups(mech, N, 256, points=2) == 2
     sweep.run(raw, tmp_path / "groups", num_devices=1, progress=False, log=lambda m: None)
     assert _csv_without_seconds(tmp_path / "groups" / "results.csv") == \
         _csv_without_seconds(tmp_path / "one" / "results.csv")
@@ -483,7 +503,7 @@ def _stand_in_run(monkeypatch):
     """Sweeps in these tests run on the stand-in chunk: they are about files, not numbers."""
     from tests.stand_ins import stand_in_chunk
 
-    monkeypatch.setattr(importlib.import_module("svtjax.simulate"), "run_chunk", stand_in_chunk)
+    monkeypatch.setattr(importlib.import_module("svtjax._driver"), "run_chunk", stand_in_chunk)
 
 
 def test_a_second_live_sweep_on_the_same_out_is_refused(tmp_path, monkeypatch):
@@ -494,8 +514,8 @@ def test_a_second_live_sweep_on_the_same_out_is_refused(tmp_path, monkeypatch):
     out.mkdir()
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import sys, time\nfrom svtjax import sweep\n"
-         "sweep._OutputLock(sys.argv[1]).acquire()\nprint('locked', flush=True)\n"
+         "import sys, time\nfrom svtjax.sweep import store\n"
+         "store._OutputLock(sys.argv[1]).acquire()\nprint('locked', flush=True)\n"
          "time.sleep(120)\n", str(out)],
         stdout=subprocess.PIPE, text=True, env=_env())
     try:
@@ -527,7 +547,7 @@ def test_only_process_0_locks_and_writes_the_results(tmp_path, monkeypatch):
     _stand_in_run(monkeypatch)
     out = tmp_path / "out"
     out.mkdir()
-    lock = sweep._OutputLock(out)
+    lock = store._OutputLock(out)
     lock.acquire()  # process 0 of the same sweep, elsewhere
     try:
         res = sweep.run(_config(), out, progress=False, log=lambda m: None, process_index=1,
@@ -552,23 +572,23 @@ def test_a_stale_lock_never_blocks(tmp_path, monkeypatch):
     dead.wait()
     stale = {"pid": dead.pid, "host": socket.gethostname(), "started": "earlier"}
     (out / sweep.LOCK_FILE).write_text(json.dumps(stale))
-    lock = sweep._OutputLock(out)
+    lock = store._OutputLock(out)
     lock.acquire()
     lock.release()
     # without flock (no fcntl): the pid file
     monkeypatch.setitem(sys.modules, "fcntl", None)
     pidfile = out / (sweep.LOCK_FILE + ".pid")
     pidfile.write_text(json.dumps(stale))
-    lock = sweep._OutputLock(out)
+    lock = store._OutputLock(out)
     lock.acquire()
     assert json.loads(pidfile.read_text())["pid"] == os.getpid()
     with pytest.raises(sweep.SweepLockedError, match=f"pid {os.getpid()} on host"):
-        sweep._OutputLock(out).acquire()  # a live holder
+        store._OutputLock(out).acquire()  # a live holder
     lock.release()
     assert not pidfile.exists()
     pidfile.write_text(json.dumps({**stale, "host": "another-host"}))
     with pytest.raises(sweep.SweepLockedError, match=f"pid {dead.pid} on host another-host"):
-        sweep._OutputLock(out).acquire()
+        store._OutputLock(out).acquire()
 
 
 def test_concurrent_writers_never_share_a_temporary_file(tmp_path):
@@ -587,8 +607,8 @@ def test_concurrent_writers_never_share_a_temporary_file(tmp_path):
     def write(w):
         try:
             for _ in range(15):
-                sweep._write_outputs(config, rows[w], tmp_path, {"writer": w})
-                sweep._write_json(tmp_path / "points" / "p.json", {"point_id": "p", "w": w})
+                report._write_outputs(config, rows[w], tmp_path, {"writer": w})
+                store._write_json(tmp_path / "points" / "p.json", {"point_id": "p", "w": w})
         except Exception as err:  # noqa: BLE001 - collected and reported below
             errors.append(repr(err))
 
@@ -608,7 +628,7 @@ def test_out_that_cannot_be_used_is_refused_before_running(tmp_path, monkeypatch
     def refuse(*args, **kwargs):
         raise AssertionError("should not run")
 
-    monkeypatch.setattr(importlib.import_module("svtjax.simulate"), "run_chunk", refuse)
+    monkeypatch.setattr(importlib.import_module("svtjax._driver"), "run_chunk", refuse)
     afile = tmp_path / "file"
     afile.write_text("x")
     for out, needle in ((afile, "is an existing file, not a directory"),
@@ -682,7 +702,7 @@ def test_parquet_is_written_through_a_temporary_file(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", pq)
     config = sweep.load_config(_config())
     rows = [{"dataset": "d", "label": "x", "metric": "f1", "mean": 0.5}]
-    files = sweep._write_outputs(config, rows, tmp_path, {})
+    files = report._write_outputs(config, rows, tmp_path, {})
     assert str(tmp_path / "results.parquet") in files
     assert written[0].parent == tmp_path and written[0].name.startswith(".results.parquet.")
     assert written[0].name.endswith(".tmp") and not written[0].exists()

@@ -9,6 +9,7 @@ import pytest
 
 import svtjax
 from svtjax import exact, sweep
+from svtjax.sweep import exact as sweep_exact
 from tests.stand_ins import no_kernels, run_cli
 
 N, C, EPS, TRIALS = 50, 5, 1.0, 4000
@@ -184,7 +185,7 @@ def test_points_sharing_dataset_c_and_law_structure_are_evaluated_in_one_call(tm
         res = sweep.run(raw, tmp_path / "out", progress=False, log=log)
     assert sorted(calls) == [(6, 3), (6, 5)]  # 2 svt-s mechanisms x 3 ε per c
     calls.clear()
-    monkeypatch.setattr(sweep, "_EXACT_GROUP", 4)  # the cap on a call's points
+    monkeypatch.setattr(sweep_exact, "_EXACT_GROUP", 4)  # the cap on a call's points
     with no_kernels(monkeypatch):
         capped = sweep.run(raw, tmp_path / "capped", progress=False, log=lambda m: None)
     assert sorted(calls) == [(2, 3), (2, 5), (4, 3), (4, 5)]

@@ -13,8 +13,9 @@ import textwrap
 import pytest
 
 import svtjax
-from svtjax import _identity, _plugins, sweep
+from svtjax import _identity, _plugins, _validate, sweep
 from svtjax.mechanisms import base, register
+from svtjax.sweep import grid, runner
 from tests.stand_ins import no_kernels, run_cli
 from tests.test_cli import TINY  # the tiny sweep of the command-line tests
 
@@ -140,7 +141,7 @@ def test_the_printed_resume_command_reuses_every_saved_point(tmp_path, monkeypat
     out = tmp_path / "out dir"  # a space: the command must be quoted
     calls = []
 
-    def update(self, amount, what, _update=sweep._Progress.update):
+    def update(self, amount, what, _update=runner._Progress.update):
         calls.append(what)
         if len(calls) == 2:
             raise KeyboardInterrupt
@@ -149,7 +150,7 @@ def test_the_printed_resume_command_reuses_every_saved_point(tmp_path, monkeypat
     argv = ["--plugin", str(plugin), "sweep", cfg, "--out", str(out), "--trials", "64",
             "--seed", "3", "--no-plot", "--no-progress"]
     with pytest.MonkeyPatch.context() as mp, no_kernels(mp):
-        mp.setattr(sweep._Progress, "update", update)
+        mp.setattr(runner._Progress, "update", update)
         code, _, err = run_cli(argv)
     assert code == 130, err
     printed = err.strip().splitlines()[-1].split("resume with: ", 1)[1]
@@ -266,7 +267,7 @@ def test_a_huge_grid_is_refused_without_expanding_it(tmp_path, monkeypatch):
     cs = ", ".join(str(c) for c in range(1, 1001))
     text = TINY.replace("epsilon = [0.5, 2.0]", f"epsilon = [{eps}]").replace("c = [4]",
                                                                                 f"c = [{cs}]")
-    monkeypatch.setattr(sweep, "Point", None)  # building any point would fail loudly
+    monkeypatch.setattr(grid, "Point", None)  # building any point would fail loudly
     code, _, err = run_cli(["sweep", _tiny(tmp_path, text), "--out", str(tmp_path / "o")])
     assert code == 2 and err.count("\n") == 1 and "3,000,000 points" in err, err
 
@@ -278,8 +279,8 @@ def test_the_grid_is_checked_once_per_cell(tmp_path, monkeypatch):
         'datasets = [{ name = "zipf", n = 120 }]',
         'datasets = [{ name = "zipf", n = 120 }, { name = "zipf", n = 100 }]')
     calls = []
-    real = sweep._validate.computable
-    monkeypatch.setattr(sweep._validate, "computable",
+    real = _validate.computable
+    monkeypatch.setattr(_validate, "computable",
                         lambda mech, dtype, **k: (calls.append(str(dtype)),
                                                   real(mech, dtype, **k))[1])
     config = sweep.load_config(_tiny(tmp_path, text))
@@ -297,7 +298,7 @@ def test_memory_budget_out_of_range_is_one_line(tmp_path, value):
 
 def test_output_paths_are_checked_before_any_work(tmp_path, monkeypatch):
     cfg = _tiny(tmp_path)
-    monkeypatch.setattr(importlib.import_module("svtjax.simulate"), "run_chunk", None)
+    monkeypatch.setattr(importlib.import_module("svtjax._driver"), "run_chunk", None)
     code, _, err = run_cli(["sweep", cfg, "--out", ""])
     assert code == 2 and "--out is empty" in err, err
     taken = tmp_path / "points_file"

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import svtjax
+from svtjax import _driver
 
 sim = importlib.import_module("svtjax.simulate")
 Q = np.array([3.0, 1.0, 2.0, 0.5])
@@ -39,10 +40,10 @@ SIMULATE_ERRORS = [
 def test_simulate_rejects_bad_input_before_compiling(label, override, exc, message):
     args = dict(mech=_mech(), queries=Q, thresholds=1.0, trials=10)
     args.update(override)
-    before = sim.run_chunk._cache_size()
+    before = _driver.run_chunk._cache_size()
     with pytest.raises(exc, match=message):
         svtjax.simulate(args.pop("mech"), args.pop("queries"), args.pop("thresholds"), **args)
-    assert sim.run_chunk._cache_size() == before
+    assert _driver.run_chunk._cache_size() == before
 
 
 MECHANISM_ERRORS = [
@@ -146,13 +147,13 @@ def test_seeds_cover_0_to_2_64_without_aliasing():
             for s in (0, 1, 2**32 - 1, 2**32, 2**32 + 1, 2**63, 2**64 - 1)}
     assert len({d.tobytes() for d in data.values()}) == len(data)
     assert np.array_equal(data[1], np.asarray(jax.random.key_data(jax.random.key(1))))
-    mech, before = _mech(), sim.run_chunk._cache_size()
+    mech, before = _mech(), _driver.run_chunk._cache_size()
     for bad, exc in ((-1, ValueError), (2**64, ValueError), (2**70, ValueError),
                      (1.0, TypeError), (True, TypeError), ("0", TypeError)):
         with pytest.raises(exc, match=r"seed must be an integer in \[0, 2\*\*64\)") as err:
             svtjax.simulate(mech, Q, 1.0, trials=2, seed=bad)
         assert "\n" not in str(err.value)
-    assert sim.run_chunk._cache_size() == before
+    assert _driver.run_chunk._cache_size() == before
     assert sim.SEED_RANGE == (0, 2**64)
 
 
@@ -162,14 +163,14 @@ def test_full_outcomes_larger_than_memory_are_refused_before_compiling(monkeypat
     trials x 10 positions take 196 GiB in float64; the machine is taken to have 64 GiB so
     that the test does not depend on where it runs)."""
     monkeypatch.setattr(sim, "_physical_memory", lambda: 64 * 2**30)
-    before = sim.run_chunk._cache_size()
+    before = _driver.run_chunk._cache_size()
     with pytest.raises(ValueError) as err:
         svtjax.simulate(svtjax.get("svt-s", epsilon=1.0, c=3), np.arange(10.0), 4.5,
                         trials=10**9)
     text = str(err.value)
     assert "195.6 GiB, more than this machine's 64.0 GiB" in text and "reduce=" in text
     assert "10 positions" in text and "\n" not in text
-    assert sim.run_chunk._cache_size() == before
+    assert _driver.run_chunk._cache_size() == before
 
 
 def test_did_you_mean():
@@ -215,7 +216,7 @@ def test_unsupported_array_dtypes_are_refused_before_tracing(dtype):
 
     mech, bad = _mech(), _unsupported(dtype)
     shown = str(bad.dtype)
-    before = sim.run_chunk._cache_size()
+    before = _driver.run_chunk._cache_size()
     calls = [lambda: svtjax.simulate(mech, bad, 1.0, trials=3),
              lambda: svtjax.simulate(mech, Q, bad, trials=3),
              lambda: mech(jax.random.key(0), bad, 1.0),
@@ -228,7 +229,7 @@ def test_unsupported_array_dtypes_are_refused_before_tracing(dtype):
         assert "\n" not in text, (i, text)
         assert f"got dtype {shown}" in text, (i, text)
         assert "float32, float64, integer or bool" in text, (i, text)
-    assert sim.run_chunk._cache_size() == before
+    assert _driver.run_chunk._cache_size() == before
     if dtype == "float16":  # what the rule keeps: integers and bools, converted as before
         for q in (Q.astype(np.int32), Q.astype(np.int64) > 1):
             assert svtjax.simulate(mech, q, 1.0, trials=3).answers.shape[0] == 3

@@ -8,8 +8,9 @@ stops after a few blocks reads exactly the numbers a full scan would, so early e
 an outcome.
 
 The registry (:func:`register`, :func:`get`, :func:`names`) holds the package's mechanisms and
-any a user registers; each entry carries its numpy reference and its table of test cases, which
-is how ``svtjax.reference``, ``svtjax.testing`` and the test suite find every mechanism.
+any a user registers; each entry carries its numpy reference, its table of test cases, its
+privacy claims and its distribution tests, which is how ``svtjax.reference``, ``svtjax.testing``
+and the test suite find every mechanism.
 """
 
 from __future__ import annotations
@@ -153,9 +154,12 @@ class Mechanism:
         raise NotImplementedError
 
     def run_batch(self, keys: Key, queries: Array, thresholds: Array, *, shuffle: bool,
-                  offsets: Optional[Array] = None, width: Optional[int] = None) -> Outcome:
+                  offsets: Optional[Array] = None, width: Optional[int] = None,
+                  engine=None) -> Outcome:
         """A batch of trials (leading axis of ``keys``); ``offsets`` (float[batch]) are added to
-        every threshold of a trial; ``width`` is the engine's positions per loop iteration."""
+        every threshold of a trial; ``width`` is the engine's positions per loop iteration and
+        ``engine`` its per-platform choices (``svtjax.engine.Platform``; None: the default
+        backend's)."""
         raise NotImplementedError
 
     def privacy(self):
@@ -200,8 +204,7 @@ class Mechanism:
                 # Host inputs: converted in numpy and handed to the compiled call as they are
                 # (jnp.asarray and jnp.broadcast_to of a host array each compile a small program
                 # per shape). Not device_put here: the compiled call's own transfer of a numpy
-                # argument is cheaper, by about 1 ms of every simulate call at n = 10^4 on the
-                # 2-core VM (a run of 9-10 ms; benchmarks/bench_dispatch.py).
+                # argument is cheaper (benchmarks/RESULTS.md, Decisions).
                 if not np.issubdtype(q.dtype, np.floating):
                     q = q.astype(float)
                 dtype = jax.dtypes.canonicalize_dtype(q.dtype)
@@ -235,7 +238,7 @@ class Mechanism:
 
 @dataclasses.dataclass(frozen=True)
 class Registration:
-    """A registry entry: the mechanism class, its numpy reference and its test cases.
+    """A registry entry: the mechanism class, its numpy reference and its test declarations.
 
     Attributes:
       cls: the mechanism class.
@@ -243,18 +246,26 @@ class Registration:
         Outcome``, a plain numpy loop written from the paper (None for none).
       cases: ``svtjax.testing.Case`` objects: the structures (static parameters) and samplers of
         numeric parameters the equivalence tests run (the project's tests read them here).
+      privacy: ``svtjax.testing.Claim`` objects: what ``privacy()`` must state for given
+        parameters, from the paper (the privacy tests read them here).
+      distribution: a ``svtjax.testing.Distribution`` (the paper's Figure 1 law and the runs
+        that must follow it), a ``svtjax.testing.LawTestedIn`` (the test module that checks
+        the mechanism's own law), or None (the distribution tests read it here).
     """
 
     cls: type
     reference: Optional[Callable] = None
     cases: tuple = ()
+    privacy: tuple = ()
+    distribution: Any = None
 
 
 _REGISTRY: dict[str, Registration] = {}
 
 
 def register(cls: Optional[type] = None, *, reference: Optional[Callable] = None,
-             cases: Sequence = (), replace: bool = False):
+             cases: Sequence = (), privacy: Sequence = (), distribution: Any = None,
+             replace: bool = False):
     """Registers a mechanism class under its ``name`` (a class decorator, with or without
     arguments).
 
@@ -268,12 +279,17 @@ def register(cls: Optional[type] = None, *, reference: Optional[Callable] = None
       cls: the class (a subclass of ``ThresholdMechanism`` for a rule on the engine).
       reference: its numpy reference (see :class:`Registration`).
       cases: its test cases (``svtjax.testing.Case``).
+      privacy: its privacy claims (``svtjax.testing.Claim``), checked by
+        ``svtjax.testing.assert_privacy_claims``.
+      distribution: its distribution tests (``svtjax.testing.Distribution`` or
+        ``svtjax.testing.LawTestedIn``; see :class:`Registration`).
       replace: allow re-registering a name of one's own with another class object (e.g. a
         notebook cell run twice); otherwise any second registration of a name by a different
         class object is an error. A built-in name can never be replaced.
 
     Raises:
-      TypeError: no ``name``, not a Mechanism subclass, or a reference that is not callable.
+      TypeError: no ``name``, not a Mechanism subclass, a reference that is not callable, or
+        privacy claims or distribution tests of the wrong type.
       ValueError: the name is taken by another class object (and ``replace`` is False), or
         is a built-in's.
     """
@@ -285,6 +301,7 @@ def register(cls: Optional[type] = None, *, reference: Optional[Callable] = None
             raise TypeError(f"{cls.__name__} has no registry name (set name = \"...\")")
         if reference is not None and not callable(reference):
             raise TypeError(f"reference must be a function; got {reference!r}")
+        _check_declarations(privacy, distribution)
         if not dataclasses.is_dataclass(cls) or "__dataclass_fields__" not in cls.__dict__:
             cls = pytree_dataclass(cls)
         old = _REGISTRY.get(cls.name)
@@ -296,10 +313,23 @@ def register(cls: Optional[type] = None, *, reference: Optional[Callable] = None
             where = f"{old.cls.__module__}.{old.cls.__qualname__}"
             raise ValueError(f"registry name {cls.name!r} is already taken by {where}; choose "
                              "another name (a registered name never changes meaning)")
-        _REGISTRY[cls.name] = Registration(cls, reference, tuple(cases))
+        _REGISTRY[cls.name] = Registration(cls, reference, tuple(cases), tuple(privacy),
+                                           distribution)
         return cls
 
     return apply if cls is None else apply(cls)
+
+
+def _check_declarations(privacy: Sequence, distribution: Any) -> None:
+    from svtjax import testing
+
+    bad = [c for c in privacy if not isinstance(c, testing.Claim)]
+    if bad:
+        raise TypeError(f"privacy takes svtjax.testing.Claim objects; got {bad[0]!r}")
+    if not (distribution is None
+            or isinstance(distribution, (testing.Distribution, testing.LawTestedIn))):
+        raise TypeError("distribution takes a svtjax.testing.Distribution or "
+                        f"svtjax.testing.LawTestedIn; got {distribution!r}")
 
 
 def names() -> list[str]:

@@ -2,7 +2,7 @@
 
 A threshold mechanism (an SVT variant) is a frozen pytree whose numeric parameters are traced
 leaves, plus a few pure functions of **one trial** that the one engine
-(:mod:`svtjax.mechanisms._engine`) runs for every mechanism:
+(:mod:`svtjax.engine`) runs for every mechanism:
 
 * :meth:`ThresholdMechanism.streams` — the random streams read at each stream position, name ->
   a ``svtjax.noise`` object (its family is structure, its scale a traced number), and
@@ -189,7 +189,7 @@ class ThresholdMechanism(Mechanism):
         return n * self.passes()
 
     def working_bytes(self, n: int, itemsize: int, shuffle: bool) -> int:
-        from svtjax.mechanisms import _engine
+        from svtjax import engine as _engine
 
         return _engine.working_bytes(self, n, itemsize, shuffle)
 
@@ -218,13 +218,15 @@ class ThresholdMechanism(Mechanism):
 
     def run_batch(self, keys: Key, queries: Array, thresholds: Array, *, shuffle: bool,
                   offsets: Optional[Array] = None, vectorized: bool = True,
-                  width: Optional[int] = None) -> Outcome:
-        """A batch of trials (leading axis of ``keys``), traced inside ``simulate``'s chunk;
-        ``width`` positions per engine iteration (None: the platform's default)."""
-        from svtjax.mechanisms import _engine
+                  width: Optional[int] = None, engine=None) -> Outcome:
+        """A batch of trials (leading axis of ``keys``), traced inside a run's compiled chunk;
+        ``width`` positions per engine iteration and ``engine`` the per-platform choices
+        (``svtjax.engine.Platform``; None: the default backend's)."""
+        from svtjax import engine as _engine
 
         return _engine.run_keys(self, keys, queries, thresholds, shuffle=shuffle,
-                                offsets=offsets, vectorized=vectorized, width=width)
+                                offsets=offsets, vectorized=vectorized, width=width,
+                                config=engine)
 
 
 def _default_float(dtype) -> Any:
@@ -237,14 +239,14 @@ def _unbatch(tree):
 
 @functools.partial(jax.jit, static_argnums=(2, 3, 4))
 def _draw_jit(mech, key, n, shuffle, dtype):
-    from svtjax.mechanisms import _engine
+    from svtjax import engine as _engine
 
     return _engine.draw(mech, key, n, shuffle=shuffle, dtype=dtype)
 
 
 @functools.partial(jax.jit, static_argnums=(4,))
 def _decide_jit(mech, draws, q, t, vectorized):
-    from svtjax.mechanisms import _engine
+    from svtjax import engine as _engine
 
     batched = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], draws)
     return _unbatch(_engine.run_draws(mech, batched, q, t, vectorized=vectorized))
@@ -252,6 +254,6 @@ def _decide_jit(mech, draws, q, t, vectorized):
 
 @jax.jit
 def _call_jit(mech, key, q, t):
-    from svtjax.mechanisms import _engine
+    from svtjax import engine as _engine
 
     return _unbatch(_engine.run_keys(mech, jnp.asarray(key)[None], q, t, shuffle=False))
