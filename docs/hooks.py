@@ -2,7 +2,7 @@
 
 A page that holds the line ``<!-- svtjax-cli-reference -->`` gets, in its place, one section per
 command (``svtjax``, each subcommand of :func:`svtjax.cli.build_parser`, ``svtjax audit`` from
-``svtjax.audit`` and ``svtjax bench`` from the checkout's ``benchmarks/harness.py``): the usage
+``svtjax.cli.audit`` and ``svtjax bench`` from the checkout's ``benchmarks/harness.py``): the usage
 line, the description and a table of every argument with its help text as ``--help`` prints it.
 Nothing is typed by hand, so no flag can go missing (``tests/test_docs.py`` checks the built
 page against the parsers).
@@ -26,7 +26,8 @@ def parsers() -> list[tuple[str, argparse.ArgumentParser]]:
     if str(ROOT) not in sys.path:  # benchmarks/ is a folder of the checkout, not installed
         sys.path.insert(0, str(ROOT))
     from benchmarks import harness
-    from svtjax import audit, cli
+    from svtjax import cli
+    from svtjax.cli import audit
 
     top = cli.build_parser()
     found = [("svtjax", top)]
@@ -34,7 +35,7 @@ def parsers() -> list[tuple[str, argparse.ArgumentParser]]:
         if isinstance(action, argparse._SubParsersAction):
             for name, sub in action.choices.items():
                 if name == "audit":
-                    found.append(("svtjax audit", audit._build_parser()))
+                    found.append(("svtjax audit", audit.build_parser()))
                 elif name == "bench":
                     found.append(("svtjax bench", harness.parser()))
                 else:

@@ -16,6 +16,9 @@ from scipy import stats
 
 import svtjax
 from svtjax import audit as A
+from svtjax.audit import bounds, report
+from svtjax.audit import sampler as audit_sampler
+from svtjax.cli import audit as audit_cmd
 from tests.conftest import subprocess_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -28,13 +31,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def test_clopper_pearson_closed_forms():
     n, alpha = 1000, 0.005
     # k = 0: upper bound 1 - alpha^(1/n); k = n: lower bound alpha^(1/n)
-    assert A._cp_upper(0, n, alpha) == pytest.approx(1 - alpha ** (1 / n), rel=1e-10)
-    assert A._cp_lower(n, n, alpha) == pytest.approx(alpha ** (1 / n), rel=1e-10)
-    assert A._cp_lower(0, n, alpha) == 0.0 and A._cp_upper(n, n, alpha) == 1.0
+    assert bounds._cp_upper(0, n, alpha) == pytest.approx(1 - alpha ** (1 / n), rel=1e-10)
+    assert bounds._cp_lower(n, n, alpha) == pytest.approx(alpha ** (1 / n), rel=1e-10)
+    assert bounds._cp_lower(0, n, alpha) == 0.0 and bounds._cp_upper(n, n, alpha) == 1.0
     for k in (1, 17, 500, 999):
-        assert A._cp_lower(k, n, alpha) == pytest.approx(
+        assert bounds._cp_lower(k, n, alpha) == pytest.approx(
             stats.beta.ppf(alpha, k, n - k + 1), rel=1e-9)
-        assert A._cp_upper(k, n, alpha) == pytest.approx(
+        assert bounds._cp_upper(k, n, alpha) == pytest.approx(
             stats.beta.ppf(1 - alpha, k + 1, n - k), rel=1e-9)
 
 
@@ -98,8 +101,8 @@ def _exceed_probability(p, p_prime, n, confidence, delta=0.0):
     """Exact P[CP bound > log((p - δ)/p′)] over k ~ Bin(n, p), k′ ~ Bin(n, p′)."""
     alpha = (1 - confidence) / 2
     k = np.arange(n + 1)
-    lb = A._log_ratio(A._cp_lower(k, n, alpha)[:, None], A._cp_upper(k, n, alpha)[None, :],
-                      delta)
+    lb = bounds._log_ratio(bounds._cp_lower(k, n, alpha)[:, None],
+                           bounds._cp_upper(k, n, alpha)[None, :], delta)
     exceed = lb > math.log((p - delta) / p_prime)
     return float(stats.binom.pmf(k, n, p) @ exceed.astype(float) @ stats.binom.pmf(k, n, p_prime))
 
@@ -108,14 +111,14 @@ def _conditional_exceed_probability(p, p_prime, n, confidence):
     """Exact P[conditional bound > log(p/p′)] when 2n trials are split by fair coins: the
     number s of trials in E is Binomial(2n, (p + p′)/2) and, given s, the count k on D is
     Binomial(s, θ), θ = p/(p + p′). The bound is increasing in k, so given s it exceeds ε
-    exactly when k >= k*(s); k*(s) is found by bisection on ``A._logit_lower`` itself."""
+    exactly when k >= k*(s); k*(s) is found by bisection on ``bounds._logit_lower`` itself."""
     eps = math.log(p / p_prime)
     theta = p / (p + p_prime)
     s = np.arange(1, 2 * n + 1)
     lo, hi = np.zeros_like(s), s + 1  # invariant: bound(lo) <= ε (or lo = 0), k* in (lo, hi]
     while np.any(hi - lo > 1):
         mid = (lo + hi) // 2
-        above = A._logit_lower(np.minimum(mid, s), s, 1 - confidence) > eps
+        above = bounds._logit_lower(np.minimum(mid, s), s, 1 - confidence) > eps
         above &= mid <= s
         hi = np.where(above, mid, hi)
         lo = np.where(above, lo, mid)
@@ -567,7 +570,7 @@ def test_svtjax_cli_audit_json(capsys, monkeypatch):
     (["lyu-alg1", "--epsilon", "1", "--c", "2", "--delta", "2"], "delta"),
 ])
 def test_command_line_errors_exit_2_with_one_line(capsys, argv, message):
-    assert A.main(argv) == 2
+    assert audit_cmd.main(argv) == 2
     err = capsys.readouterr().err
     assert message in err, err
     assert len(err.strip().splitlines()) == 1, err
@@ -582,8 +585,8 @@ def _no_work(monkeypatch):
     def fail(*args, **kwargs):
         raise AssertionError("work started before the refusal")
 
-    monkeypatch.setattr(A, "search", fail)
-    monkeypatch.setattr(A, "_mechanism_from_args", fail)
+    monkeypatch.setattr(report, "search", fail)
+    monkeypatch.setattr(audit_cmd, "_mechanism_from_args", fail)
 
 
 def test_audit_seeds_use_all_64_bits():
@@ -594,9 +597,9 @@ def test_audit_seeds_use_all_64_bits():
     tags = [(0, 0), (0, 1), (1, 0, 0, 0, 0), (1, 0, 1, 0, 1), (1, 2, 0, 0), (2,), (3, 0),
             (3, 1), (4,)]
     for t in tags:
-        assert A._subseed(0, *t) != A._subseed(2**32, *t), t
-        assert A._subseed(5, *t) != A._subseed(5 + 2**63, *t), t
-    assert len({A._subseed(0, *t) for t in tags}) == len(tags)
+        assert audit_sampler._subseed(0, *t) != audit_sampler._subseed(2**32, *t), t
+        assert audit_sampler._subseed(5, *t) != audit_sampler._subseed(5 + 2**63, *t), t
+    assert len({audit_sampler._subseed(0, *t) for t in tags}) == len(tags)
     sampler = _ExactSampler(1.0, "laplace")
     runs = [A.search(sampler, ONE_QUERY, trials=4000, search_trials=1000, seed=s).bound
             for s in (0, 2**32)]
@@ -658,7 +661,7 @@ def test_command_line_refuses_before_any_work(capsys, monkeypatch, argv, message
 
     if "laplace(x)" not in argv[-1]:
         _no_work(monkeypatch)
-    for run in (A.main, lambda a: cli.main(["audit", *a])):
+    for run in (audit_cmd.main, lambda a: cli.main(["audit", *a])):
         assert run(argv) == 2
         err = capsys.readouterr().err
         assert message in err, err
@@ -689,12 +692,12 @@ def test_tiny_epsilon_is_refused_before_anything_warns(capsys, monkeypatch):
 
     import jax
 
-    monkeypatch.setattr(A, "search", lambda *a, **k: pytest.fail("the search started"))
+    monkeypatch.setattr(report, "search", lambda *a, **k: pytest.fail("the search started"))
     with jax.enable_x64(False), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        assert A.main(["lyu-alg1", "--epsilon", "1e-40", "--trials", "10"]) == 2
+        assert audit_cmd.main(["lyu-alg1", "--epsilon", "1e-40", "--trials", "10"]) == 2
         # bins beyond float32 although the mechanism itself fits: refused just the same
-        assert A.main(["lyu-alg1", "--epsilon", "3e37", "--trials", "10"]) == 2
+        assert audit_cmd.main(["lyu-alg1", "--epsilon", "3e37", "--trials", "10"]) == 2
     assert not [w for w in caught if issubclass(w.category, RuntimeWarning)], \
         [str(w.message) for w in caught]
     lines = capsys.readouterr().err.strip().splitlines()
@@ -715,7 +718,7 @@ def test_command_line_refuses_conflicting_parameters(capsys, monkeypatch, argv, 
     """Issue 58 (as item 6 for ``simulate``): ``--c 2 --param c=3`` audited c = 3, ``--param
     epsilon=0.5`` replaced ``--epsilon``, and a repeated ``--param`` kept the last value, all
     without a word. Each is one line, exit 2, before anything runs."""
-    monkeypatch.setattr(A, "search", lambda *a, **k: pytest.fail("the search started"))
-    assert A.main(argv) == 2
+    monkeypatch.setattr(report, "search", lambda *a, **k: pytest.fail("the search started"))
+    assert audit_cmd.main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1, err

@@ -176,7 +176,7 @@ def test_user_errors_are_one_line_with_exit_status_2(argv, needle, tmp_path, mon
     fill = {"cfg": _tiny(tmp_path), "file": str(afile), "out": str(tmp_path / "out")}
     argv = [a.format(**fill) for a in argv]
     monkeypatch.setenv("SVTJAX_NO_CACHE", "1")
-    monkeypatch.setattr(importlib.import_module("svtjax.simulate"), "run_chunk", _no_chunk)
+    monkeypatch.setattr(importlib.import_module("svtjax._driver"), "run_chunk", _no_chunk)
     code, out, err = run_cli(argv)
     assert code == 2 and needle in err, err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
@@ -186,7 +186,7 @@ def test_user_errors_are_one_line_with_exit_status_2(argv, needle, tmp_path, mon
 
 def test_an_os_error_escaping_the_audit_is_one_line(monkeypatch):
     """A file-system error (an unwritable path) is the environment's: one line, exit 2."""
-    audit = importlib.import_module("svtjax.audit")
+    audit = importlib.import_module("svtjax.cli.audit")
 
     def main(argv):
         raise OSError(13, "Permission denied", "/proc/x")
@@ -204,10 +204,10 @@ def test_an_os_error_escaping_the_audit_is_one_line(monkeypatch):
     ZeroDivisionError("float division by zero"),
 ])
 def test_a_bug_escaping_the_audit_keeps_its_traceback(error, monkeypatch):
-    """``svtjax.audit.main`` reports its own input errors in one line; anything else escaping
-    it is a bug in svtjax, reported with its traceback, never as bad input (issue 58, item
-    16)."""
-    audit = importlib.import_module("svtjax.audit")
+    """``svtjax.cli.audit.main`` reports its own input errors in one line; anything else
+    escaping it is a bug in svtjax, reported with its traceback, never as bad input (issue 58,
+    item 16)."""
+    audit = importlib.import_module("svtjax.cli.audit")
 
     def main(argv):
         raise error
@@ -218,7 +218,7 @@ def test_a_bug_escaping_the_audit_keeps_its_traceback(error, monkeypatch):
 
 
 def test_ctrl_c_is_one_line_and_exit_130(monkeypatch):
-    audit = importlib.import_module("svtjax.audit")
+    audit = importlib.import_module("svtjax.cli.audit")
     monkeypatch.setattr(audit, "main", lambda argv: (_ for _ in ()).throw(KeyboardInterrupt))
     code, out, err = run_cli(["audit", "svt-s"])
     assert (code, out, err) == (130, "", "svtjax audit: interrupted\n")
@@ -227,19 +227,19 @@ def test_ctrl_c_is_one_line_and_exit_130(monkeypatch):
 def test_ctrl_c_during_a_sweep_says_what_is_saved_and_how_to_resume(tmp_path, monkeypatch):
     """Ctrl-C after the first of two points: exit 130 and one line with the number of points
     saved and the command that resumes; the rerun reuses the saved point."""
-    from svtjax import sweep
+    from svtjax.sweep import runner
 
     cfg, out = _tiny(tmp_path), tmp_path / "out"
     calls = []
 
-    def update(self, amount, what, _update=sweep._Progress.update):
+    def update(self, amount, what, _update=runner._Progress.update):
         calls.append(what)
         if len(calls) == 2:  # the second point's chunk: the first point is saved
             raise KeyboardInterrupt
         _update(self, amount, what)
 
     with pytest.MonkeyPatch.context() as mp, no_kernels(mp):
-        mp.setattr(sweep._Progress, "update", update)
+        mp.setattr(runner._Progress, "update", update)
         code, stdout, err = run_cli(["sweep", cfg, "--out", str(out), "--no-plot",
                                      "--no-progress"])
     assert code == 130 and "Traceback" not in err, err
@@ -263,7 +263,7 @@ def test_sigint_during_a_real_sweep_process(tmp_path):
         "def slow(*args, **kwargs):\n"
         "    time.sleep(0.5)\n"
         "    return stand_in_chunk(*args, **kwargs)\n"
-        "importlib.import_module('svtjax.simulate').run_chunk = slow\n")
+        "importlib.import_module('svtjax._driver').run_chunk = slow\n")
     cfg = _tiny(tmp_path, TINY.replace("epsilon = [0.5, 2.0]",
                                        "epsilon = [0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 2.0, 3.0]"))
     out = tmp_path / "out"
@@ -310,6 +310,6 @@ def test_progress_goes_to_stderr_and_the_table_to_stdout(tmp_path, monkeypatch):
 def test_duplicate_grid_values_are_refused(tmp_path, monkeypatch):
     """Issue 20, item 8: ``epsilon = [0.5, 0.5]`` computed the point twice (duplicate rows)."""
     cfg = _tiny(tmp_path, TINY.replace("epsilon = [0.5, 2.0]", "epsilon = [0.5, 0.5]"))
-    monkeypatch.setattr(importlib.import_module("svtjax.simulate"), "run_chunk", _no_chunk)
+    monkeypatch.setattr(importlib.import_module("svtjax._driver"), "run_chunk", _no_chunk)
     code, out, err = run_cli(["sweep", cfg, "--out", str(tmp_path / "out")])
     assert code == 2 and "[grid] epsilon lists 0.5 more than once; give each value once" in err

@@ -5,6 +5,7 @@ an unusable compilation cache never adds a line to an error."""
 import pytest
 
 from svtjax import cli
+from svtjax.cli import errors, simulate
 from tests.stand_ins import run_cli
 
 
@@ -42,7 +43,7 @@ def test_a_failure_while_computing_keeps_its_traceback(error, monkeypatch):
         raise error
 
     monkeypatch.setenv("SVTJAX_NO_CACHE", "1")
-    monkeypatch.setattr(cli, "run_simulation", fail)
+    monkeypatch.setattr(simulate, "run_simulation", fail)
     with pytest.raises(type(error), match="boom"):
         run_cli(["simulate", "--trials", "5", "-m", "svt-s", "-e", "1"])
 
@@ -72,8 +73,8 @@ def test_which_errors_are_the_users():
                 sweep.SweepConfigError("x"), sweep.SweepLockedError("x"),
                 _plugins.PluginError("x"), DatasetNotAvailableError("x"),
                 DatasetVerificationError("x")):
-        assert cli._user_error(err), err
+        assert errors._user_error(err), err
     for err in (ValueError("x"), TypeError("x"), KeyError("x"), IndexError("x"),
                 ZeroDivisionError("x"), OverflowError("x"), RuntimeError("x"),
                 AssertionError("x")):
-        assert not cli._user_error(err), err
+        assert not errors._user_error(err), err

@@ -84,11 +84,12 @@ def test_an_error_inside_the_audit_search_is_not_a_user_error(monkeypatch):
     """A ValueError raised while the audit computes (after every input was checked) is a bug:
     a traceback (AuditFailure), not 'bad input'."""
     from svtjax import audit
+    from svtjax.audit import report
 
     def broken(*args, **kwargs):
         raise ValueError("an internal inconsistency")
 
-    monkeypatch.setattr(audit, "search", broken)
+    monkeypatch.setattr(report, "search", broken)
     mech = svtjax.get("svt-s", epsilon=1.0, c=2)
     with pytest.raises(audit.AuditFailure, match="after its inputs were checked"):
         audit.audit(mech, trials=100)
