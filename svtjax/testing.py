@@ -11,23 +11,36 @@ mechanism author uses for theirs::
     testing.assert_matches_reference("my-variant")       # its registered reference and cases
     testing.assert_matches_reference("my-variant", reference=my_numpy_loop,
                                      cases=[testing.Case("base", {}, testing.eps_c)])
+    testing.assert_privacy_claims("my-variant")          # its registered privacy claims
 
 A :class:`Case` is a mechanism structure (static parameters) plus a sampler of its numeric
 parameters; each shape's cases are run in one compiled call (``lax.map`` over the cases), so
 hundreds of random cases compile a handful of times.
+
+A mechanism also declares, where it is registered (``register(..., privacy=...,
+distribution=...)``), what its paper states: :class:`Claim` s, the privacy statements
+``privacy()`` must make for given parameters (:func:`assert_privacy_claims` checks them), and
+either a :class:`Distribution` — the Figure 1 loop of Lyu, Su & Li (2017) with the paper's
+Laplace scales (:class:`Figure1Law`), whose exact law the project's distribution tests compare
+simulated answer vectors with — or a :class:`LawTestedIn`, naming the test module that checks a
+law of its own. The project's tests read these declarations from the registry, so a mechanism is
+tested by being registered.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-from typing import Any, Callable, Optional, Sequence
+import math
+import re
+from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
-__all__ = ["Case", "eps", "eps_c", "eps_sensitivity", "eps_c_eps3", "eps_c_raise",
+__all__ = ["Case", "Claim", "Distribution", "DistributionCase", "Figure1Law", "LawTestedIn",
+           "Q6", "R6", "T6", "eps", "eps_c", "eps_sensitivity", "eps_c_eps3", "eps_c_raise",
            "build", "cases", "random_inputs", "assert_matches_reference",
-           "assert_block_equals_scan", "assert_call_equals_decide"]
+           "assert_privacy_claims", "assert_block_equals_scan", "assert_call_equals_decide"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,6 +57,92 @@ class Case:
     id: str
     static: dict
     numeric: Callable[[np.random.Generator], dict]
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """A privacy statement a mechanism's ``privacy()`` must make, as its paper states it.
+
+    Attributes:
+      id: a name for the claim (test ids).
+      params: ``svtjax.get(name, **params)``.
+      epsilon: the ε the paper proves for these parameters (a number, or a function of
+        ``params``); ``math.inf`` where no finite ε holds.
+      guarantee: the class name of the ``svtjax.accounting`` guarantee (``"PureDP"``,
+        ``"NotPrivate"``, ``"Unproven"``, ...).
+      cites: phrases the statement contains, each as whole words (``"Theorem 2"`` is not
+        matched by ``"Theorem 23"``).
+      excludes: phrases the statement must not contain (e.g. a neighbouring theorem).
+      nominal: for a guarantee without a finite ε, the ε the authors claimed or the noise was
+        calibrated to (None: not checked).
+      delta: the δ at which ``epsilon`` holds (0 for pure DP).
+      rel: the relative error allowed on ε (looser only for an ε found numerically, e.g. noise
+        calibrated to a target ε by root finding).
+    """
+
+    id: str
+    params: dict
+    epsilon: Union[float, Callable[[dict], float]]
+    guarantee: str = "PureDP"
+    cites: tuple = ()
+    excludes: tuple = ()
+    nominal: Optional[float] = None
+    delta: float = 0.0
+    rel: float = 1e-14
+
+    def expected_epsilon(self) -> float:
+        return float(self.epsilon(self.params) if callable(self.epsilon) else self.epsilon)
+
+
+@dataclasses.dataclass(frozen=True)
+class Figure1Law:
+    """The noise of one instance of Lyu, Su & Li (2017)'s Figure 1 loop, as a paper states it:
+    ρ ~ Lap(threshold), ν_i ~ Lap(query) (0: no query noise), halt after ``cutoff`` ⊤ (None: no
+    cut-off), ρ redrawn after every ⊤ when ``resample`` (Algorithm 2)."""
+
+    threshold: float
+    query: float
+    cutoff: Optional[int]
+    resample: bool = False
+
+
+Q6 = (0.0, 1.0, 2.0, 1.5, 0.5, 1.0)
+R6 = (2.0, 0.0, 1.0, 0.5, 1.5, 0.0)
+T6 = (1.0, 0.5, 1.5, 1.0, 0.0, 2.0)
+"""Streams of the distribution tests (queries Q6, R6; per-query thresholds T6): one length,
+n = 6, for every case, so that each mechanism structure compiles once."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DistributionCase:
+    """One distribution test: ``svtjax.simulate(get(name, **params), queries, thresholds,
+    seed=seed)`` in float64 against the exact law of its whole answer vectors."""
+
+    id: str
+    params: dict
+    queries: tuple
+    thresholds: Any
+    seed: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Distribution:
+    """A Figure 1 mechanism's distribution tests: ``law(params)`` gives the paper's noise for
+    the parameters (a :class:`Figure1Law`, written from the paper, never from the mechanism's
+    code), ``cases`` the runs whose answer vectors must follow it."""
+
+    law: Callable[[dict], Figure1Law]
+    cases: tuple
+
+
+@dataclasses.dataclass(frozen=True)
+class LawTestedIn:
+    """Where a mechanism whose law is not a :class:`Figure1Law` has its distribution tested:
+    ``module``, a path of the project's test suite (which the suite checks exists and names
+    the mechanism); ``what`` says which law."""
+
+    module: str
+    what: str
 
 
 def eps(rng: np.random.Generator) -> dict:
@@ -328,3 +427,58 @@ def assert_block_equals_scan(mech, queries, thresholds, seeds: Sequence[int] = r
             np.testing.assert_array_equal(np.asarray(getattr(a, field)),
                                           np.asarray(getattr(b, field)),
                                           err_msg=f"{mech!r} seed={seed}: {field}")
+
+
+def assert_privacy_claims(name: str, claims: Optional[Sequence[Claim]] = None) -> int:
+    """Checks that mechanism ``name``'s ``privacy()`` makes its registered (or the given)
+    :class:`Claim` s.
+
+    For each claim: the guarantee's class; its ε at the claim's δ (to the claim's ``rel``); for
+    pure DP also ε at δ = 1e-6 (pure DP holds at every δ) and the RDP curve of Zhu & Wang
+    (2020)'s Lemma 4 (``accounting.pure_dp_rdp``) at orders 1.5, 2 and 10; where no finite ε
+    holds, also none at δ = 0.1, an infinite RDP curve and ``private`` False; the claimed
+    ``nominal``; the cited and excluded phrases of the statement.
+
+    Returns:
+      The number of claims checked.
+
+    Raises:
+      AssertionError: the first claim not made, naming the mechanism, the claim and the
+        statement.
+      ValueError: no claims registered or given.
+    """
+    import svtjax
+    from svtjax import accounting
+    from svtjax.mechanisms import base
+
+    claims = tuple(base.entry(name).privacy if claims is None else claims)
+    if not claims:
+        raise ValueError(f"mechanism {name!r} has no registered privacy claims; pass "
+                         "claims=[Claim(...)]")
+    orders = [1.5, 2.0, 10.0]
+    for claim in claims:
+        g = svtjax.get(name, **claim.params).privacy()
+        where = f"{name} {claim.id} {claim.params}: {type(g).__name__} {g.statement!r}"
+        want = claim.expected_epsilon()
+        assert type(g).__name__ == claim.guarantee, f"{where}: not {claim.guarantee}"
+        got = g.epsilon(delta=claim.delta)
+        if math.isinf(want):
+            assert math.isinf(got) and math.isinf(g.epsilon(delta=0.1)), f"{where}: ε {got}"
+            assert not g.private and bool(np.all(np.isinf(g.rdp(orders)))), where
+        else:
+            assert math.isclose(got, want, rel_tol=claim.rel), f"{where}: ε {got}, paper {want}"
+        if claim.guarantee == "PureDP":
+            assert g.private and g.epsilon(delta=1e-6) == got, where
+            np.testing.assert_array_equal(g.rdp(orders), accounting.pure_dp_rdp(got, orders),
+                                          err_msg=where)
+        if claim.nominal is not None:
+            assert math.isclose(g.nominal, claim.nominal, rel_tol=1e-12), f"{where}: nominal"
+        for phrase in claim.cites:
+            assert _mentions(g.statement, phrase), f"{where}: does not cite {phrase!r}"
+        for phrase in claim.excludes:
+            assert not _mentions(g.statement, phrase), f"{where}: cites {phrase!r}"
+    return len(claims)
+
+
+def _mentions(statement: str, phrase: str) -> bool:
+    return re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", statement) is not None

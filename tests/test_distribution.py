@@ -1,18 +1,25 @@
-"""Distribution tests: whole answer vectors of the Lyu'17 SVT variants against an exact oracle.
+"""Distribution tests: whole answer vectors of the Figure 1 SVT variants against an exact oracle.
 
-For Algorithms 1, 2, 4, 6 and 7 (general and monotonic) of Lyu, Su & Li 2017
-(Lyu, Su, Li 2017, PVLDB 10(6), Figure 1-2 and Algorithm 7), each case simulates 10^5
-trials on a short stream (n = 6, c <= 3) with ``svtjax.simulate`` in float64 and compares the
-empirical distribution of the whole answer vector (⊤ / ⊥ / not evaluated at every position)
-with exact probabilities computed by numerical integration over the threshold noise ρ:
+Every registered mechanism declares its distribution tests where it is registered
+(``register(..., distribution=...)``, read through ``tests/cases.py``): a Figure 1 mechanism
+(Algorithms 1-7 of Lyu, Su & Li 2017, PVLDB 10(6), Figures 1-2 and Algorithm 7, general and
+monotonic; Ding et al. 2019's Sparse-Vector-with-Gap) gives the paper's noise for its parameters
+(``svtjax.testing.Figure1Law``) and the runs to compare with it; any other names the test module
+that checks its own law (``svtjax.testing.LawTestedIn``), and a mechanism of the package that
+declares neither fails :func:`test_every_package_mechanism_declares_a_distribution_test`. Each
+case simulates 10^5 trials on a short stream (n = 6, c <= 3) with ``svtjax.simulate`` in float64
+and compares the empirical distribution of the whole answer vector (⊤ / ⊥ / not evaluated at
+every position) with exact probabilities computed by numerical integration over the threshold
+noise ρ (a step function of z where there is no query noise, Algorithm 5):
 
     P(a) = ∫ f_ρ(z) Π_{i: a_i = ⊥} P(q_i + ν_i < T_i + z) Π_{i: a_i = ⊤} P(q_i + ν_i ≥ T_i + z) dz
 
 (Dwork & Roth's Algorithm 2 redraws ρ after every ⊤, so there P(a) is a product of such
 integrals, one per segment ending in a ⊤, the last possibly ending with the stream instead).
 
-The oracle is written here from the paper's pseudo-code with numpy/scipy only: its noise scales
-come from Figure 2 / Algorithm 7, not from ``svtjax``; it shares no code with the kernel. Each
+The oracle is written here from the paper's pseudo-code with numpy/scipy only; its noise scales
+are the declared ``Figure1Law`` s, transcribed from Figure 2 / Algorithm 7 next to each class,
+separately from the rule's noise methods; it shares no code with the kernel. Each
 integral is split at the integrand's kinks (z = 0 and z = q_i − T_i) and evaluated adaptively to
 ~1e-12; the probabilities of all feasible vectors must sum to 1 within 1e-8.
 
@@ -24,7 +31,7 @@ redrawn in Algorithm 2) with p < 1e-4.
 Failure rate: every simulation uses a fixed seed, so the suite is deterministic; the seeds were not
 chosen by looking at the outcome. Under a correct implementation the p-value of each case is
 (asymptotically) uniform, so each acceptance test fails with probability 1e-4 over the choice of
-seed, about 2e-3 for the module's 21 such comparisons (below 1 over the number of tests in the
+seed, about 2e-3 for the module's 24 such comparisons (below 1 over the number of tests in the
 suite). The oracle's quadrature error (< 1e-10 per probability) is negligible against the sampling
 error (~1/sqrt(N)). For each rejection case the test computes the wrong mechanism's exact law too
 and asserts that the chi-square non-centrality N · Σ (p_wrong − p)² / p (1800 to 7000 here,
@@ -40,6 +47,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+from pathlib import Path
 from typing import Optional
 
 import numpy as np
@@ -47,9 +55,11 @@ import pytest
 from scipy import integrate, stats
 
 import svtjax
+from svtjax import testing
 from svtjax._pytree import pytree_dataclass
 from svtjax.mechanisms.classic import DPBook, LyuAlg1
 from svtjax.noise import Laplace
+from tests.cases import package_names, registered_distributions
 from tests.laws import fast
 
 ALPHA = 1e-4
@@ -59,44 +69,25 @@ SHUFFLE_TRIALS = 100_000
 # -- the oracle (numpy/scipy only, written from Lyu et al. 2017, Figure 1-2, Algorithm 7) ----
 
 
-@dataclasses.dataclass(frozen=True)
-class PaperScales:
-    """Laplace scales of one algorithm instance, as the paper states them."""
-
-    threshold: float  # ρ ~ Lap(threshold)
-    query: float  # ν_i ~ Lap(query)
-    cutoff: Optional[int]  # halt after this many ⊤ (None: no cut-off)
-    resample: bool = False  # ρ redrawn after every ⊤ (Algorithm 2)
+PaperScales = testing.Figure1Law
+"""Laplace scales of one algorithm instance, as the paper states them: ρ ~ Lap(threshold),
+ν_i ~ Lap(query) (0: no query noise), halt after ``cutoff`` ⊤ (None: no cut-off), ρ redrawn
+after every ⊤ when ``resample`` (Algorithm 2)."""
 
 
-def _svt_s_ratio(rule: str, c: int) -> float:
+def _svt_s_ratio(rule: str, c: int) -> float:  # tests/test_distribution_retr.py's oracle
     """x in ε1 : ε2 = 1 : x (Lyu'17 Sec. 4.2, Eq. 13; Sec. 4.3; Sec. 5)."""
     return {"1:1": 1.0, "1:3": 3.0, "1:c": float(c), "1:c^(2/3)": c ** (2.0 / 3.0),
             "1:(2c)^(2/3)": (2.0 * c) ** (2.0 / 3.0)}[rule]
 
 
 def paper_scales(name: str, params: dict) -> PaperScales:
-    """Figure 2's noise scales (Algorithms 1, 2, 4, 6) and Algorithm 7's (lines 1 and 3)."""
-    eps = params["epsilon"]
-    delta = params.get("sensitivity", 1.0)
-    c = params.get("c")
-    if name == "lyu-alg1":
-        return PaperScales(2 * delta / eps, 4 * c * delta / eps, c)
-    if name == "dpbook":
-        return PaperScales(2 * c * delta / eps, 4 * c * delta / eps, c, resample=True)
-    if name == "lee-clifton":
-        return PaperScales(4 * delta / eps, 4 * delta / (3 * eps), c)
-    if name == "chen":
-        return PaperScales(2 * delta / eps, 2 * delta / eps, None)
-    if name in ("svt-s", "svt-gap"):  # svt-gap: Ding'19 Alg 2 with σ = ∞ has SVT-S's noise
-        monotonic = params.get("monotonic", False)
-        rule = params.get("allocation") or ("1:c^(2/3)" if monotonic else "1:(2c)^(2/3)")
-        x = _svt_s_ratio(rule, c)
-        budget = eps - params.get("eps3", 0.0)  # ε3 only perturbs released answers
-        eps1, eps2 = budget / (1 + x), budget * x / (1 + x)
-        k = 1 if monotonic else 2
-        return PaperScales(delta / eps1, k * c * delta / eps2, c)
-    raise ValueError(f"no oracle for {name!r}")
+    """The paper's noise of mechanism ``name`` at ``params``: the law it declares where it is
+    registered (Figure 2's row for Algorithms 1-6, Algorithm 7's lines 1 and 3)."""
+    declared = svtjax.mechanisms.entry(name).distribution
+    if not isinstance(declared, testing.Distribution):
+        raise ValueError(f"no oracle for {name!r}")
+    return declared.law(params)
 
 
 def feasible_vectors(n: int, cutoff: Optional[int]) -> list[tuple[int, ...]]:
@@ -121,12 +112,15 @@ def _integrate_patterns(patterns: np.ndarray, q, t, scales: PaperScales) -> np.n
     """
     # scipy's formulas without a frozen distribution's overhead (tests/laws.py)
     rho = fast(stats.laplace(scale=scales.threshold))
-    nu = fast(stats.laplace(scale=scales.query))
+    nu = fast(stats.laplace(scale=scales.query)) if scales.query > 0 else None
     top, bot = patterns == 1, patterns == 0
 
     def integrand(z):
         x = t + z - q  # ⊤ iff ν_i ≥ T_i + z − q_i
-        p_top, p_bot = nu.sf(x), nu.cdf(x)
+        if nu is None:  # no query noise (Algorithm 5): ⊤ iff 0 ≥ x, a step at the kink
+            p_top, p_bot = (x <= 0).astype(float), (x > 0).astype(float)
+        else:
+            p_top, p_bot = nu.sf(x), nu.cdf(x)
         factors = np.where(top, p_top, np.where(bot, p_bot, 1.0))
         return rho.pdf(z) * np.prod(factors, axis=1)
 
@@ -240,44 +234,11 @@ def noncentrality(wrong: dict, right: dict, trials: int) -> float:
 # -- cases ---------------------------------------------------------------------------------
 
 # One stream length (n = 6) for every case, so each mechanism structure compiles once.
-Q6 = np.array([0.0, 1.0, 2.0, 1.5, 0.5, 1.0])
-R6 = np.array([2.0, 0.0, 1.0, 0.5, 1.5, 0.0])
-T6 = np.array([1.0, 0.5, 1.5, 1.0, 0.0, 2.0])
+Q6, R6, T6 = (np.array(v) for v in (testing.Q6, testing.R6, testing.T6))
 
 
-@dataclasses.dataclass(frozen=True)
-class DistCase:
-    id: str
-    name: str
-    params: dict
-    queries: np.ndarray
-    thresholds: object
-    seed: int
-
-
-CASES = [
-    DistCase("lyu-alg1-c2", "lyu-alg1", {"epsilon": 2.0, "c": 2}, Q6, 1.0, 11),
-    DistCase("lyu-alg1-c3-per-query", "lyu-alg1", {"epsilon": 4.0, "c": 3}, Q6, T6, 12),
-    DistCase("lyu-alg1-c1-sens2", "lyu-alg1", {"epsilon": 2.0, "c": 1, "sensitivity": 2.0},
-             2 * R6, 2.0, 13),
-    DistCase("dpbook-c2", "dpbook", {"epsilon": 4.0, "c": 2}, R6, 1.0, 21),
-    DistCase("dpbook-c3-per-query", "dpbook", {"epsilon": 6.0, "c": 3}, Q6, T6, 22),
-    DistCase("lee-clifton-c2", "lee-clifton", {"epsilon": 1.0, "c": 2}, Q6, 1.0, 31),
-    DistCase("lee-clifton-c3-per-query", "lee-clifton", {"epsilon": 1.5, "c": 3}, Q6, T6, 32),
-    DistCase("chen-per-query", "chen", {"epsilon": 2.0}, Q6, T6, 41),
-    DistCase("chen-scalar", "chen", {"epsilon": 1.0}, R6, 1.0, 42),
-    DistCase("svt-s-c3", "svt-s", {"epsilon": 3.0, "c": 3}, Q6, 1.0, 51),
-    DistCase("svt-s-c2-per-query-eps3", "svt-s", {"epsilon": 3.0, "c": 2, "eps3": 1.0}, Q6, T6,
-             52),
-    DistCase("svt-s-c2-1:c", "svt-s", {"epsilon": 2.0, "c": 2, "allocation": "1:c"}, Q6, 1.0,
-             53),
-    DistCase("svt-s-monotonic-c2", "svt-s", {"epsilon": 2.0, "c": 2, "monotonic": True}, R6,
-             1.0, 61),
-    DistCase("svt-s-monotonic-c3-per-query", "svt-s",
-             {"epsilon": 3.0, "c": 3, "monotonic": True}, Q6, T6, 62),
-    DistCase("svt-gap-monotonic-c2", "svt-gap", {"epsilon": 2.0, "c": 2, "monotonic": True}, Q6,
-             1.0, 71),
-]
+CASES = registered_distributions()
+"""Every registered mechanism's declared distribution tests (``tests/cases.py``)."""
 
 
 def _simulate(mech, queries, thresholds, *, trials=TRIALS, seed, shuffle=False):
@@ -295,9 +256,25 @@ def _answer_counts(out) -> dict[tuple[int, ...], int]:
 # -- tests ---------------------------------------------------------------------------------
 
 
+def test_every_package_mechanism_declares_a_distribution_test():
+    """A mechanism of the package declares Figure 1 runs or the test module of its own law; the
+    module must exist and name it."""
+    root = Path(__file__).resolve().parent.parent
+    for name in package_names():
+        declared = svtjax.mechanisms.entry(name).distribution
+        if isinstance(declared, testing.LawTestedIn):
+            module = root / declared.module
+            assert module.is_file(), f"{name}: no test module {declared.module}"
+            assert f'"{name}"' in module.read_text(), f"{declared.module} does not test {name}"
+        else:
+            assert isinstance(declared, testing.Distribution) and declared.cases, (
+                f"{name} is registered without distribution tests: declare "
+                "register(..., distribution=testing.Distribution(...) or LawTestedIn(...))")
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_oracle_sums_to_one(case):
-    probs = oracle(case.name, case.params, case.queries, case.thresholds)
+    probs = oracle_from_scales(case.law, case.queries, case.thresholds)
     values = np.array(list(probs.values()))
     assert np.all(values >= 0)
     assert abs(values.sum() - 1.0) < 1e-8, values.sum()
@@ -333,7 +310,7 @@ def test_oracle_against_plain_monte_carlo():
 def test_answer_vector_distribution(case):
     mech = svtjax.get(case.name, **case.params)
     out = _simulate(mech, case.queries, case.thresholds, seed=case.seed)
-    probs = oracle(case.name, case.params, case.queries, case.thresholds)
+    probs = oracle_from_scales(case.law, case.queries, case.thresholds)
     p, stat, df, report = chi_square(probs, _answer_counts(out), TRIALS)
     print(f"{case.id}: p={p:.4g} chi2={stat:.1f} df={df}")
     assert df >= 5, f"too few informative cells\n{report}"

@@ -2,6 +2,12 @@
 against its paper, the RDP conversions of ``svtjax.accounting`` against independent evaluations,
 and the registry's input errors.
 
+Every registered mechanism declares its paper's privacy statements where it is registered
+(``register(..., privacy=[svtjax.testing.Claim(...)])``, read through ``tests/cases.py``), and
+each is checked by ``svtjax.testing.assert_privacy_claims``; a mechanism of the package without
+one fails :func:`test_every_package_mechanism_declares_privacy_claims`. The tests below add what
+a claim cannot say: ε derived again from the noise scales the kernel uses.
+
 Sources:
   Lyu, Su, Li (2017), Figure 2 and Theorems 2-7. Algorithms 1 and 2 are ε-DP;
   Algorithms 3, 5 and 6 are not ε′-DP for any finite ε′ (Theorems 3, 4, 5); Algorithm 4 is
@@ -16,14 +22,16 @@ from the scales the kernel actually uses (``mech.noises()``): ρ = Lap(Δ/ε1), 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 
 import numpy as np
 import pytest
 
-from svtjax import accounting, budget, mechanisms
-from svtjax.accounting import NotPrivate, PureDP
+from svtjax import accounting, budget, mechanisms, testing
+from svtjax.accounting import PureDP
+from tests.cases import package_names, registered_claims
 
 try:
     import mpmath
@@ -54,30 +62,33 @@ def _theorem6_epsilon(mech, monotonic=False, eps3_released=False):
 # The registry is covered
 # --------------------------------------------------------------------------------------------
 
-PRIVACY_CASES = {"lyu-alg1", "dpbook", "roth11", "lee-clifton", "stoddard", "chen", "svt-s",
-                 "svt-retr", "svt-gap", "noisy-top-k-gap", "adaptive-svt-gap",
-                 # the last three: tests/test_svt_gap.py, test_noisy_top_k_gap.py,
-                 # test_adaptive_svt_gap.py
-                 # privacy() tests of the selection mechanisms are in tests/test_selection.py
-                 "em-peeling", "report-noisy-max",
-                 # Zhu & Wang'20: tests/test_generalized_svt.py
-                 "generalized-svt", "stagewise-svt",
-                 # Liu'24 Theorem 3: tests/test_svt_exp.py
-                 "svt-exp",
-                 # McKenna & Sheldon'20, Ding et al.'21, Durfee & Rogers'19:
-                 # tests/test_selection_baselines.py
-                 "permute-and-flip", "report-noisy-max-exp", "gumbel-top-k"}
+CLAIMS = registered_claims()
+PACKAGE = sorted(package_names())
 
 
-def test_every_registered_mechanism_has_a_privacy_test():
-    # the package's mechanisms (a test may have registered an example one from outside it,
-    # e.g. tests/test_examples.py's rising-svt, which its own tests cover)
-    packaged = {name for name, cls in mechanisms.registry().items()
-                if cls.__module__.startswith("svtjax.")}
-    missing = sorted(packaged - PRIVACY_CASES)
-    assert not missing, (f"mechanisms registered without a privacy() test in "
-                         f"tests/test_privacy.py: {missing}")
-    assert PRIVACY_CASES <= packaged
+def test_every_package_mechanism_declares_privacy_claims():
+    missing = [name for name in package_names() if not mechanisms.entry(name).privacy]
+    assert not missing, (f"mechanisms registered without privacy claims: {missing}; declare "
+                         "register(..., privacy=[svtjax.testing.Claim(...)])")
+
+
+@pytest.mark.parametrize("case", CLAIMS, ids=[c.id for c in CLAIMS])
+def test_declared_privacy_claims(case):
+    assert testing.assert_privacy_claims(case.name, [case.claim]) == 1
+
+
+@pytest.mark.parametrize("change,match", [
+    ({"epsilon": 1.1}, "paper 1.1"), ({"guarantee": "NotPrivate"}, "not NotPrivate"),
+    ({"cites": ("Theorem 3",)}, "does not cite 'Theorem 3'"),
+    ({"cites": ("Theorem 2",), "excludes": ("Lyu",)}, "cites 'Lyu'"),
+    ({"cites": ("Theorem 23",)}, "does not cite")])
+def test_privacy_harness_catches_a_wrong_claim(change, match):
+    """A claim the statement does not make fails (Algorithm 1 is ε-DP by Lyu'17 Theorem 2)."""
+    right = testing.Claim("alg1", {"epsilon": 1.0, "c": 2}, 1.0, "PureDP", ("Theorem 2",))
+    assert testing.assert_privacy_claims("lyu-alg1", [right]) == 1
+    wrong = dataclasses.replace(right, **change)
+    with pytest.raises(AssertionError, match=re.escape(match)):
+        testing.assert_privacy_claims("lyu-alg1", [wrong])
 
 
 # --------------------------------------------------------------------------------------------
@@ -115,28 +126,8 @@ def test_dpbook_is_eps_dp(eps, c):
     assert s["refresh"] == s["threshold"]  # line 5: the redrawn ρ has the first one's law
 
 
-NOT_PRIVATE = [("roth11", "3", "Algorithm 3", True), ("stoddard", "4", "Algorithm 5", False),
-               ("chen", "5", "Algorithm 6", False)]
-
-
-@pytest.mark.parametrize("name,theorem,algorithm,has_c", NOT_PRIVATE,
-                         ids=[n for n, *_ in NOT_PRIVATE])
-def test_not_private_variants(name, theorem, algorithm, has_c):
-    for eps in EPSILONS:
-        params = {"epsilon": eps, "sensitivity": SENSITIVITY}
-        if has_c:
-            params["c"] = 3
-        g = mechanisms.get(name, **params).privacy()
-        assert isinstance(g, NotPrivate)
-        assert g.epsilon() == math.inf
-        assert g.epsilon(delta=0.1) == math.inf
-        assert not g.private
-        assert np.all(np.isinf(g.rdp([1.5, 2.0, 64.0])))
-        assert g.nominal == pytest.approx(eps)  # the ε the original authors claimed
-        assert "Lyu" in g.statement and algorithm in g.statement
-        assert _cites(g.statement, theorem), g.statement
-        others = {"3", "4", "5"} - {theorem}
-        assert not any(_cites(g.statement, t) for t in others), g.statement
+# Algorithms 3, 5 and 6 (not ε′-DP for any finite ε′, Theorems 3, 4, 5): their declared claims
+# (svtjax/mechanisms/classic.py) on EPSILONS, checked by test_declared_privacy_claims.
 
 
 @pytest.mark.parametrize("c", CS)
@@ -348,7 +339,7 @@ def test_unknown_mechanism_lists_registry():
         assert name in msg, f"{name!r} not listed in: {msg}"
 
 
-@pytest.mark.parametrize("name", sorted(PRIVACY_CASES))
+@pytest.mark.parametrize("name", PACKAGE)
 def test_unknown_parameter_lists_valid_parameters(name):
     with pytest.raises(TypeError) as info:
         mechanisms.get(name, **_base_params(name), epsilonn=2.0)
@@ -358,7 +349,7 @@ def test_unknown_parameter_lists_valid_parameters(name):
         assert re.search(rf"\b{re.escape(p)}\b", msg), f"{p!r} not listed in: {msg}"
 
 
-@pytest.mark.parametrize("name", sorted(PRIVACY_CASES))
+@pytest.mark.parametrize("name", PACKAGE)
 def test_bad_numeric_parameters_name_the_parameter(name):
     cases = [("epsilon", v) for v in (0.0, -1.0, math.nan, math.inf)]
     cases += [("sensitivity", v) for v in (0.0, -2.0, math.nan)]

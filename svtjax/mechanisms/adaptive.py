@@ -65,7 +65,7 @@ from svtjax.mechanisms.base import register
 from svtjax.mechanisms.rules import ThresholdMechanism, Written
 from svtjax.noise import Laplace
 from svtjax.reference import adaptive as ref
-from svtjax.testing import Case, eps_c
+from svtjax.testing import Case, Claim, LawTestedIn, eps_c
 
 __all__ = ["AdaptiveSVTGap", "STOPPING_RULES", "authors_shares"]
 
@@ -88,7 +88,8 @@ class AdaptiveState(NamedTuple):
     Case("adaptive-svt-gap", {}, eps_c),
     Case("adaptive-svt-gap-monotonic-theta", {"monotonic": True, "theta": 0.3}, eps_c),
     Case("adaptive-svt-gap-authors", {"monotonic": True, "stopping": "authors"}, eps_c),
-])
+], privacy=[Claim("eps1-c2", {"epsilon": 1.0, "c": 2}, 1.0, "PureDP", ("Ding", "Theorem 4"))],
+    distribution=LawTestedIn("tests/test_adaptive_svt_gap.py", "the branch labels' exact law"))
 @pytree_dataclass
 class AdaptiveSVTGap(ThresholdMechanism):
     """Adaptive-Sparse-Vector-with-Gap (Ding et al. 2019, Algorithm 2); ε-DP (Theorem 4).

@@ -5,7 +5,8 @@ Lyu, Su, Li. "Understanding the Sparse Vector Technique for Differential Privacy
 scales and privacy properties), Section 3 (Theorems 2-5), Section 4 (Algorithm 7, Theorems 6-7,
 budget allocation Eq. 13), §4.4 and §5 (SVT-ReTr).
 
-Figure 1 writes Algorithms 1-6 as one loop, and so does this module (:class:`Figure1`):
+Figure 1 writes Algorithms 1-6 as one loop, and so does svtjax (:class:`Figure1`, in
+``svtjax.mechanisms.figure1``):
 
 =====  ==================================================  ===================================
 line   Figure 1                                            here
@@ -39,7 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Optional
+from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
@@ -47,120 +48,66 @@ import numpy as np
 from svtjax import _validate, budget
 from svtjax._pytree import is_concrete, pytree_dataclass, static_field
 from svtjax.accounting import NotPrivate, PureDP
+from svtjax.mechanisms._checks import check_allocation, gaps_fit
 from svtjax.mechanisms.base import register
-from svtjax.mechanisms.rules import CountState, ThresholdMechanism, Written, cutoff_block
+from svtjax.mechanisms.figure1 import Figure1, canonical_number
 from svtjax.noise import Laplace
 from svtjax.reference import classic as ref
-from svtjax.testing import Case, eps, eps_c, eps_c_eps3, eps_c_raise
+from svtjax.testing import (
+    Q6,
+    R6,
+    T6,
+    Case,
+    Claim,
+    Distribution,
+    DistributionCase,
+    Figure1Law,
+    LawTestedIn,
+    eps,
+    eps_c,
+    eps_c_eps3,
+    eps_c_raise,
+)
 
 __all__ = ["Figure1", "LyuAlg1", "DPBook", "Roth11", "LeeClifton", "Stoddard", "Chen", "SVTS",
            "SVTReTr", "SVTGap"]
 
 
-def canonical_number(value: Any, kind: type) -> Any:
-    """Python scalars stay weakly typed under jit, so every sweep point shares one compile."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return kind(value)
-    if is_concrete(value) and jnp.ndim(value) == 0:
-        return kind(value)
-    return value
+# -- test declarations: each mechanism's paper, for the tests (``svtjax.testing``) ------------
+# Privacy claims and Figure 2's noise (Figure1Law), written from the paper, never from the code.
+_EPSILONS = (0.05, 0.5, 1.0, 3.7)
 
 
-class Figure1(ThresholdMechanism):
-    """Lyu et al. 2017, Figure 1: the loop shared by Algorithms 1-7 (module docstring).
-
-    A subclass gives its Figure 2 row: :meth:`threshold_noise` (line 1), :meth:`query_noise`
-    (line 3; None for no query noise), :meth:`resamples` (line 5 of Algorithm 2), :meth:`cutoff`
-    (line 6; None for none), :meth:`top_cost` and, if a ⊤ releases a number, :meth:`release`.
-    The same loop serves the generalized SVTs of Zhu & Wang 2020 (Algorithm 2: any noise pair,
-    RESAMPLE, k_max) and Liu et al. 2024 (Algorithm 2: exponential query noise, correction r,
-    RESAMPLE, APPEND), whose classes cite their own lines.
-    """
-
-    # -- Figure 2 row ------------------------------------------------------------------------
-    def threshold_noise(self):
-        """Line 1: the law of ρ (a ``svtjax.noise`` object)."""
-        raise NotImplementedError
-
-    def query_noise(self):
-        """Line 3: the law of ν_i, or None for noiseless comparisons (Algorithm 5)."""
-        raise NotImplementedError
-
-    def resamples(self) -> bool:
-        """Line 5 (Algorithm 2, RESAMPLE): a fresh ρ after each ⊤ (static)."""
-        return False
-
-    def cutoff(self) -> Optional[Any]:
-        return self.c
-
-    def threshold_shift(self) -> Optional[Any]:
-        """Added to every T_i before the comparison (SVT-ReTr's raise, SVT-Exp's r)."""
-        return None
-
-    def release(self, top, noisy_q, noisy_t, x):
-        """What a ⊤ releases (``Written.value``, NaN at ⊥); None: nothing (``⊤`` only)."""
-        del top, noisy_q, noisy_t, x
-        return None
-
-    # -- the rule ----------------------------------------------------------------------------
-    def initial_streams(self):
-        return {"threshold": self.threshold_noise()}  # line 1
-
-    def streams(self):
-        out = {}
-        nu = self.query_noise()
-        if nu is not None:
-            out["query"] = nu  # line 3
-        if self.resamples():
-            out["refresh"] = self.threshold_noise()  # line 5: the ρ drawn after a ⊤ at p
-        return out
-
-    def has_block(self):
-        return not self.resamples()
-
-    def init(self, noise):
-        return CountState(count=jnp.zeros((), jnp.int32), rho=noise["threshold"])
-
-    def _compare(self, x, rho):
-        noisy_q = x.query + x.noise["query"] if "query" in x.noise else x.query  # line 3
-        shift = self.threshold_shift()
-        t = x.threshold if shift is None else x.threshold + jnp.asarray(shift, x.query.dtype)
-        noisy_t = t + rho
-        return noisy_q, noisy_t, noisy_q >= noisy_t  # line 4
-
-    def step(self, state, x):
-        noisy_q, noisy_t, top = self._compare(x, state.rho)
-        count = state.count + top.astype(jnp.int32)  # line 6
-        rho = jnp.where(top, x.noise["refresh"], state.rho) if self.resamples() else state.rho
-        return CountState(count, rho), Written(top, self.release(top, noisy_q, noisy_t, x))
-
-    def halted(self, state):
-        c = self.cutoff()
-        return jnp.zeros((), bool) if c is None else state.count >= c  # line 6: abort
-
-    def block(self, state, xs, valid):
-        """Lines 3-8 over a block: ρ is fixed inside it, so the comparisons are vectorised and
-        the cut-off is a cumulative count of ⊤ (:func:`cutoff_block`)."""
-        noisy_q, noisy_t, above = self._compare(xs, state.rho)
-        top, active = cutoff_block(above, valid, state.count, self.cutoff())
-        count = state.count + jnp.sum(top, dtype=jnp.int32)
-        answer = jnp.where(active, top.astype(jnp.int8), jnp.int8(-1))
-        return CountState(count, state.rho), Written(answer, self.release(top, noisy_q, noisy_t,
-                                                                          xs))
-
-    # -- construction --------------------------------------------------------------------------
-    def _check_common(self) -> None:
-        _validate.scalars(self, ("epsilon", "sensitivity", "c"))
-        object.__setattr__(self, "epsilon", canonical_number(
-            _validate.positive("epsilon", self.epsilon), float))
-        object.__setattr__(self, "sensitivity", canonical_number(
-            _validate.positive("sensitivity", self.sensitivity), float))
-        if hasattr(self, "c"):
-            object.__setattr__(self, "c", canonical_number(
-                _validate.integer("c", self.c, minimum=1), int))
+def _total(p):
+    return p["epsilon"]
 
 
-@register(reference=ref.lyu_alg1, cases=[Case("lyu-alg1", {}, eps_c)])
+def _sens(p):
+    return p.get("sensitivity", 1.0)
+
+
+def _eds(p):
+    return p["epsilon"], p.get("sensitivity", 1.0), p.get("c")
+
+
+def _not_private(algorithm: int, theorem: int, **params):
+    """Lyu'17 Theorems 3-5: no finite ε (the authors claimed ε), for every ε of a grid."""
+    others = tuple(f"Theorem {t}" for t in (3, 4, 5) if t != theorem)
+    return [Claim(f"eps{e}", {"epsilon": e, "sensitivity": 2.5, **params}, math.inf,
+                  "NotPrivate", ("Lyu", f"Algorithm {algorithm}", f"Theorem {theorem}"),
+                  others, nominal=e) for e in _EPSILONS]
+
+
+@register(reference=ref.lyu_alg1, cases=[Case("lyu-alg1", {}, eps_c)], privacy=[
+    Claim(f"eps{e}-c{c}", {"epsilon": e, "c": c, "sensitivity": 2.5}, _total, "PureDP",
+          ("Lyu", "Theorem 2")) for e, c in ((0.05, 1), (3.7, 37))],
+    distribution=Distribution(  # Figure 2: ρ = Lap(2Δ/ε), ν = Lap(4cΔ/ε)
+        lambda p: Figure1Law(2 * _sens(p) / p["epsilon"], 4 * p["c"] * _sens(p)
+                             / p["epsilon"], p["c"]), (
+            DistributionCase("lyu-alg1-c2", {"epsilon": 2.0, "c": 2}, Q6, 1.0, 11),
+            DistributionCase("lyu-alg1-c3-per-query", {"epsilon": 4.0, "c": 3}, Q6, T6, 12),
+            DistributionCase("lyu-alg1-c1-sens2", {"epsilon": 2.0, "c": 1, "sensitivity": 2.0},
+                             tuple(2 * r for r in R6), 2.0, 13))))
 @pytree_dataclass
 class LyuAlg1(Figure1):
     """Lyu et al. 2017, Algorithm 1 (their instantiation of SVT).
@@ -195,7 +142,13 @@ class LyuAlg1(Figure1):
         return PureDP("Lyu, Su, Li 2017, Theorem 2 (Algorithm 1 is ε-DP)", float(self.epsilon))
 
 
-@register(reference=ref.dpbook, cases=[Case("dpbook", {}, eps_c)])
+@register(reference=ref.dpbook, cases=[Case("dpbook", {}, eps_c)], privacy=[
+    Claim("eps1-c5", {"epsilon": 1.0, "c": 5}, 1.0, "PureDP", ("Algorithm 2",))],
+    distribution=Distribution(  # Figure 2: ρ = Lap(2cΔ/ε), redrawn after a ⊤; ν = Lap(4cΔ/ε)
+        lambda p: Figure1Law(2 * p["c"] * _sens(p) / p["epsilon"],
+                             4 * p["c"] * _sens(p) / p["epsilon"], p["c"], resample=True), (
+            DistributionCase("dpbook-c2", {"epsilon": 4.0, "c": 2}, R6, 1.0, 21),
+            DistributionCase("dpbook-c3-per-query", {"epsilon": 6.0, "c": 3}, Q6, T6, 22))))
 @pytree_dataclass
 class DPBook(Figure1):
     """Dwork & Roth 2014 (Lyu et al. 2017, Algorithm 2).
@@ -230,7 +183,12 @@ class DPBook(Figure1):
                       "ε-DP)", float(self.epsilon))
 
 
-@register(reference=ref.roth11, cases=[Case("roth11", {}, eps_c)])
+@register(reference=ref.roth11, cases=[Case("roth11", {}, eps_c)],
+          privacy=_not_private(3, 3, c=3),
+          distribution=Distribution(  # Figure 2: ρ = Lap(2Δ/ε), ν = Lap(2cΔ/ε)
+              lambda p: Figure1Law(2 * _sens(p) / p["epsilon"],
+                                   2 * p["c"] * _sens(p) / p["epsilon"], p["c"]),
+              (DistributionCase("roth11-c2", {"epsilon": 2.0, "c": 2}, Q6, 1.0, 91),)))
 @pytree_dataclass
 class Roth11(Figure1):
     """Roth's 2011 lecture notes (Lyu et al. 2017, Algorithm 3).
@@ -267,7 +225,15 @@ class Roth11(Figure1):
                           "ε′)", float(self.epsilon))
 
 
-@register(reference=ref.lee_clifton, cases=[Case("lee-clifton", {}, eps_c)])
+@register(reference=ref.lee_clifton, cases=[Case("lee-clifton", {}, eps_c)], privacy=[
+    Claim(f"eps{e}-c{c}", {"epsilon": e, "c": c}, (1 + 6 * c) / 4 * e, "PureDP",
+          ("Algorithm 4", "Theorem 6")) for e, c in ((0.5, 1), (3.7, 5))],
+    distribution=Distribution(  # Figure 2: ρ = Lap(4Δ/ε), ν = Lap(4Δ/(3ε))
+        lambda p: Figure1Law(4 * _sens(p) / p["epsilon"], 4 * _sens(p) / (3 * p["epsilon"]),
+                             p["c"]), (
+            DistributionCase("lee-clifton-c2", {"epsilon": 1.0, "c": 2}, Q6, 1.0, 31),
+            DistributionCase("lee-clifton-c3-per-query", {"epsilon": 1.5, "c": 3}, Q6, T6,
+                             32))))
 @pytree_dataclass
 class LeeClifton(Figure1):
     """Lee & Clifton 2014 (Lyu et al. 2017, Algorithm 4).
@@ -301,7 +267,11 @@ class LeeClifton(Figure1):
                       "((1+6c)/4)ε-DP (claimed ε-DP)", (1 + 6 * c) / 4 * eps_)
 
 
-@register(reference=ref.stoddard, cases=[Case("stoddard", {}, eps)])
+@register(reference=ref.stoddard, cases=[Case("stoddard", {}, eps)],
+          privacy=_not_private(5, 4),
+          distribution=Distribution(  # Figure 2: ρ = Lap(2Δ/ε), no query noise, no cut-off
+              lambda p: Figure1Law(2 * _sens(p) / p["epsilon"], 0.0, None),
+              (DistributionCase("stoddard-scalar", {"epsilon": 1.0}, Q6, 1.0, 92),)))
 @pytree_dataclass
 class Stoddard(Figure1):
     """Stoddard et al. 2014 (Lyu et al. 2017, Algorithm 5).
@@ -331,7 +301,12 @@ class Stoddard(Figure1):
                           "ε′)", float(self.epsilon))
 
 
-@register(reference=ref.chen, cases=[Case("chen", {}, eps)])
+@register(reference=ref.chen, cases=[Case("chen", {}, eps)], privacy=_not_private(6, 5),
+          distribution=Distribution(  # Figure 2: ρ = ν_i = Lap(2Δ/ε), no cut-off
+              lambda p: Figure1Law(2 * _sens(p) / p["epsilon"], 2 * _sens(p) / p["epsilon"],
+                                   None), (
+                  DistributionCase("chen-per-query", {"epsilon": 2.0}, Q6, T6, 41),
+                  DistributionCase("chen-scalar", {"epsilon": 1.0}, R6, 1.0, 42))))
 @pytree_dataclass
 class Chen(Figure1):
     """Chen et al. 2015 (Lyu et al. 2017, Algorithm 6).
@@ -361,41 +336,6 @@ class Chen(Figure1):
                           "ε′)", float(self.epsilon))
 
 
-def check_allocation(mech, extra: float, default, named: tuple = ()) -> None:
-    """Validates ``mech.allocation``: an explicit ``(eps1, eps2)`` pair (stored by
-    :func:`explicit_split`), ``None`` (``default()``, the paper's rule) or a rule name of
-    ``svtjax.budget.RULES`` (or of ``named``, the mechanism's own). ``"explicit"`` is what a
-    pair becomes once stored; given by hand, without the pair, it is refused."""
-    allocation = mech.allocation
-    if isinstance(allocation, (tuple, list)):
-        explicit_split(mech, allocation, extra)
-    elif allocation is None:
-        object.__setattr__(mech, "allocation", default())
-    elif isinstance(allocation, str) and allocation == "explicit":
-        if mech._split is None:
-            raise ValueError("allocation='explicit' needs the pair itself: pass "
-                             "allocation=(eps1, eps2)")
-    elif not (isinstance(allocation, str) and allocation in named):
-        budget.check_rule(allocation)
-
-
-def explicit_split(mech, allocation, extra: float) -> None:
-    """An explicit ``(eps1, eps2)`` allocation: stored as traced leaves in ``_split``."""
-    if len(allocation) != 2:
-        raise ValueError(f"an explicit allocation must be a pair (eps1, eps2); got {allocation!r}")
-    e1 = float(_validate.positive("allocation eps1", allocation[0]))
-    e2 = float(_validate.positive("allocation eps2", allocation[1]))
-    total = e1 + e2 + extra
-    if mech.epsilon is None:
-        object.__setattr__(mech, "epsilon", total)
-    elif not math.isclose(float(mech.epsilon), total, rel_tol=1e-12):
-        what = "eps1 + eps2 + eps3" if hasattr(mech, "eps3") else "eps1 + eps2"
-        raise ValueError(f"epsilon ({mech.epsilon}) must equal {what} ({total}) when "
-                         "allocation is an explicit pair")
-    object.__setattr__(mech, "_split", (e1, e2))
-    object.__setattr__(mech, "allocation", "explicit")
-
-
 _SVT_S_CASES = [
     Case("svt-s", {}, eps_c),
     Case("svt-s-monotonic", {"monotonic": True}, eps_c),
@@ -407,7 +347,34 @@ _SVT_S_CASES = [
 ]
 
 
-@register(reference=ref.svt_s, cases=_SVT_S_CASES)
+def _svt_s_law(p):
+    """Algorithm 7 (lines 1, 3): ε − ε3 split as ε1 : ε2 = 1 : x (Sec. 4.2, Eq. 13; Sec. 4.3;
+    Sec. 5), ρ = Lap(Δ/ε1), ν = Lap(2cΔ/ε2), Lap(cΔ/ε2) for monotonic queries."""
+    e, d, c = _eds(p)
+    monotonic = p.get("monotonic", False)
+    rule = p.get("allocation") or ("1:c^(2/3)" if monotonic else "1:(2c)^(2/3)")
+    x = {"1:1": 1.0, "1:3": 3.0, "1:c": float(c), "1:c^(2/3)": c ** (2.0 / 3.0),
+         "1:(2c)^(2/3)": (2.0 * c) ** (2.0 / 3.0)}[rule]
+    total = e - p.get("eps3", 0.0)  # ε3 only perturbs released answers
+    eps1, eps2 = total / (1 + x), total * x / (1 + x)
+    return Figure1Law(d / eps1, (1 if monotonic else 2) * c * d / eps2, c)
+
+
+@register(reference=ref.svt_s, cases=_SVT_S_CASES, privacy=[
+    Claim("general", {"epsilon": 1.3, "c": 7, "sensitivity": 50.0, "eps3": 0.2}, 1.3, "PureDP",
+          ("Lyu", "Algorithm 7", "Theorem 6"), ("Theorem 7",)),
+    Claim("monotonic", {"epsilon": 0.5, "c": 37, "monotonic": True}, 0.5, "PureDP",
+          ("Lyu", "Algorithm 7", "Theorem 7"), ("Theorem 6",))],
+    distribution=Distribution(_svt_s_law, (
+        DistributionCase("svt-s-c3", {"epsilon": 3.0, "c": 3}, Q6, 1.0, 51),
+        DistributionCase("svt-s-c2-per-query-eps3", {"epsilon": 3.0, "c": 2, "eps3": 1.0}, Q6,
+                         T6, 52),
+        DistributionCase("svt-s-c2-1:c", {"epsilon": 2.0, "c": 2, "allocation": "1:c"}, Q6,
+                         1.0, 53),
+        DistributionCase("svt-s-monotonic-c2", {"epsilon": 2.0, "c": 2, "monotonic": True}, R6,
+                         1.0, 61),
+        DistributionCase("svt-s-monotonic-c3-per-query",
+                         {"epsilon": 3.0, "c": 3, "monotonic": True}, Q6, T6, 62))))
 @pytree_dataclass
 class SVTS(Figure1):
     """Lyu et al.'s standard SVT (2017, Algorithm 7, Sections 4.2-4.3), "SVT-S".
@@ -512,7 +479,9 @@ class SVTS(Figure1):
     Case("svt-retr", {"max_passes": 3}, eps_c_raise),
     Case("svt-retr-monotonic-1:1", {"max_passes": 2, "monotonic": True, "allocation": "1:1"},
          eps_c_raise),
-])
+], privacy=[Claim("monotonic", {"epsilon": 0.5, "c": 50, "monotonic": True, "raise_by": 3.0},
+                  0.5, "PureDP", ("Theorem 7", "4.4"), ("Theorem 6",))],
+    distribution=LawTestedIn("tests/test_distribution_retr.py", "the retraversal stream's law"))
 @pytree_dataclass
 class SVTReTr(SVTS):
     """SVT with retraversal and a raised threshold, "SVT-ReTr" (Lyu et al. 2017, §4.4 and §5;
@@ -562,7 +531,13 @@ class SVTReTr(SVTS):
 
 
 @register(reference=ref.svt_gap, cases=[Case("svt-gap", {}, eps_c),
-                                        Case("svt-gap-monotonic", {"monotonic": True}, eps_c)])
+                                        Case("svt-gap-monotonic", {"monotonic": True}, eps_c)],
+          privacy=[Claim("eps2-c4", {"epsilon": 2.0, "c": 4}, 2.0, "PureDP",
+                         ("Ding", "Theorem 4"))],
+          # Ding et al. 2019's Algorithm 2 with σ = ∞ has SVT-S's noise
+          distribution=Distribution(_svt_s_law, (
+              DistributionCase("svt-gap-monotonic-c2", {"epsilon": 2.0, "c": 2, "monotonic": True},
+                               Q6, 1.0, 71),)))
 @pytree_dataclass
 class SVTGap(SVTS):
     """Sparse-Vector-with-Gap (Ding, Wang, Zhang, Kifer 2019, §6.1: Algorithm 2 with σ = ∞;
@@ -596,42 +571,10 @@ class SVTGap(SVTS):
     def _prepare(self, queries, thresholds):
         q, t = SVTS._prepare(queries, thresholds)
         if is_concrete((q, t)):
-            _gaps_fit(self, np.asarray(q), np.asarray(t))
+            gaps_fit(self, np.asarray(q), np.asarray(t))
         return q, t
 
     def privacy(self):
         eps1, eps2, _ = (float(x) for x in self.budgets())
         return PureDP("Ding, Wang, Zhang, Kifer 2019, Theorem 4 (Algorithm 2 with σ = ∞, "
                       "Sparse-Vector-with-Gap): ε-DP", eps1 + eps2)
-
-
-def _gaps_fit(mech: SVTGap, q: np.ndarray, t: np.ndarray) -> None:
-    """Refuses queries and thresholds whose released gaps the run's dtype cannot hold.
-
-    A gap q_i + ν_i − (T_i + ρ) is computed from the noisy query and the noisy threshold, so
-    each of those and their difference must stay finite: |q_i| + r_ν, |T_i| + r_ρ and q_i − T_i
-    + r_ν + r_ρ at most the dtype's largest number, with r the room for a scaled variate that
-    ``svtjax._validate.computable`` keeps for every noise (``NOISE_HEADROOM`` times the scale).
-    Queries 3e38 with a threshold −3e38 fit float32, their gaps (6e38) do not.
-
-    Raises:
-      ValueError: one line with the largest gap bound, the dtype's largest number and what to
-        do.
-    """
-    if q.size == 0 or not np.issubdtype(q.dtype, np.floating):
-        return
-    scales = [mech.noises()[s].scale_value for s in ("query", "threshold")]
-    if not is_concrete(scales):  # a traced mechanism: its own checks ran where it was built
-        return
-    room_q, room_t = (_validate.NOISE_HEADROOM * abs(float(b)) for b in scales)
-    with np.errstate(over="ignore", invalid="ignore"):
-        qf, tf = q.astype(np.float64), t.astype(np.float64)
-        widest = max(float(np.max(np.abs(qf))) + room_q, float(np.max(np.abs(tf))) + room_t,
-                     float(np.max(qf - tf)) + room_q + room_t)
-    largest = float(np.finfo(q.dtype).max)
-    if not widest <= largest:
-        raise ValueError(
-            f"svt-gap cannot run in {q.dtype.name}: a released gap q_i + noise - (T_i + noise) "
-            f"can reach {widest:.3g} (queries up to {float(np.max(qf)):.3g}, thresholds down to "
-            f"{float(np.min(tf)):.3g}), more than {q.dtype.name} holds ({largest:.3g}); shift "
-            "or scale the queries and thresholds")

@@ -77,11 +77,12 @@ import jax.numpy as jnp
 from svtjax import _validate, budget, correction
 from svtjax._pytree import is_concrete, pytree_dataclass, static_field
 from svtjax.accounting import PureDP, Unproven
+from svtjax.mechanisms._checks import check_allocation
 from svtjax.mechanisms.base import register
-from svtjax.mechanisms.classic import Figure1, canonical_number, check_allocation
+from svtjax.mechanisms.figure1 import Figure1, canonical_number
 from svtjax.noise import Exponential, Gaussian, Gumbel, Laplace
 from svtjax.reference import exponential as ref
-from svtjax.testing import Case, eps_c
+from svtjax.testing import Case, Claim, LawTestedIn, eps_c
 
 __all__ = ["SVTExp", "NOISES", "CORRECTIONS"]
 
@@ -124,7 +125,13 @@ def _svt_exp_value(rng):
     Case("svt-exp-gaussian-append", {"noise": "gaussian", "correction": "none", "append": True,
                                      "max_passes": 2}, _svt_exp_gaussian),
     Case("svt-exp-value", {"noise": "laplace"}, _svt_exp_value),
-])
+], privacy=[
+    Claim("eps1-c2", {"epsilon": 1.0, "c": 2, "correction_k": 10}, 1.0, "PureDP",
+          ("Liu et al. 2024", "Theorem 3")),
+    # RESAMPLE: cε1 + ε2, with ε1 = ε2 = ε/2
+    Claim("resample-1:1", {"epsilon": 1.0, "c": 3, "correction": "none", "resample": True,
+                           "allocation": "1:1"}, 2.0, "PureDP", ("Liu et al. 2024", "Theorem 3"))],
+    distribution=LawTestedIn("tests/test_svt_exp.py", "the answer vectors' exact law"))
 @pytree_dataclass
 class SVTExp(Figure1):
     """SVT-Exp (Liu et al. 2024, Algorithm 2) and its Table 3 baselines (see the module doc).

@@ -47,7 +47,7 @@ from svtjax.mechanisms.classic import Figure1
 from svtjax.mechanisms.rules import Written
 from svtjax.noise import FAMILIES, Laplace, Noise
 from svtjax.reference import generalized as ref
-from svtjax.testing import Case
+from svtjax.testing import Case, Claim, LawTestedIn
 
 __all__ = ["GeneralizedSVT", "StagewiseSVT"]
 
@@ -78,7 +78,9 @@ def _noises(threshold_family, query_family, capped=True, stagewise=False):
          _noises("laplace", "laplace", capped=False)),
     Case("generalized-svt-mixed", {}, _noises("gaussian", "laplace")),
     Case("generalized-svt-mixed-resample", {"resample": True}, _noises("laplace", "gaussian")),
-])
+], privacy=[Claim("calibrated", {"epsilon": 1.0, "c": 2}, 1.0, "RDP",
+                  ("Zhu & Wang 2020", "Algorithm 2", "Lemma 7"), rel=1e-9)],
+    distribution=LawTestedIn("tests/test_generalized_svt.py", "the answer vectors' exact law"))
 @pytree_dataclass
 class GeneralizedSVT(Figure1):
     """Generalized SVT (Zhu & Wang 2020, Algorithm 2).
@@ -222,7 +224,9 @@ class StageState(NamedTuple):
     Case("stagewise-svt", {}, _noises("gaussian", "gaussian", stagewise=True)),
     Case("stagewise-svt-resample-uncapped", {"resample": True},
          _noises("laplace", "gaussian", capped=False, stagewise=True)),
-])
+], privacy=[Claim("calibrated", {"epsilon": 1.0, "delta": 1e-6, "c": 2}, 1.0, "EpsilonOfDelta",
+                  ("Zhu & Wang 2020", "Algorithm 3", "Theorem 12"), delta=1e-6, rel=1e-9)],
+    distribution=LawTestedIn("tests/test_generalized_svt.py", "the answer vectors' exact law"))
 @pytree_dataclass
 class StagewiseSVT(GeneralizedSVT):
     """Stage-wise generalized SVT (Zhu & Wang 2020, Algorithm 3).
