@@ -46,7 +46,7 @@ import pytest
 from scipy import integrate, stats
 
 import svtjax
-from svtjax import accounting, mechanisms, reference
+from svtjax import _driver, accounting, mechanisms, reference
 from svtjax._core import Draws
 from svtjax.accounting import PureDP, Unproven
 from svtjax.mechanisms.selection import EMPeeling, ReportNoisyMax
@@ -220,15 +220,15 @@ def test_simulate_ignores_shuffle_and_thresholds():
 def test_one_compile_per_structure():
     """ε and Δ are traced: a sweep reuses the compiled chunk; k is static (new shape)."""
     q = np.arange(20.0)
-    base = sim.run_chunk._cache_size()
+    base = _driver.run_chunk._cache_size()
     for eps in (0.1, 0.7, 3.0):
         for delta in (1.0, 2.5):
             svtjax.simulate(svtjax.get("report-noisy-max", epsilon=eps, k=3, sensitivity=delta,
                                        noise="gumbel"), q, 0.0, trials=50, chunk_size=50)
-    assert sim.run_chunk._cache_size() == base + 1
+    assert _driver.run_chunk._cache_size() == base + 1
     svtjax.simulate(svtjax.get("report-noisy-max", epsilon=1.0, k=4, noise="gumbel"), q, 0.0,
                     trials=50, chunk_size=50)
-    assert sim.run_chunk._cache_size() == base + 2
+    assert _driver.run_chunk._cache_size() == base + 2
 
 
 def test_parameter_errors():

@@ -23,35 +23,29 @@ halves every scale as for the exponential mechanism. Every round of a peeled mec
   (McSherry & Talwar 2007) at ε′ = ε/k each, picked items removed, i.e. ``em-peeling`` with
   c = k; the same kernel as ``em-peeling`` and ``report-noisy-max`` with ``noise="gumbel"``.
 
-Randomness of the peeled mechanisms: fresh numbers every round (the rounds of a peeling are
-independent mechanisms). Round r (0-based) of stream ``name`` is the stream of the key
-``fold_in(stream_key(key, name), r)``, n standard variates in the blocks of
-:func:`svtjax.mechanisms.base.stream_variates`, so ``Draws.<name>`` is float[k, n] and row r,
-item i depends only on (trial key, stream, r, i). ``report-noisy-max-exp`` reads ``query``
-(standard exponentials E). ``permute-and-flip`` reads ``query`` for its coins and
-``permutation`` (standard uniforms U) for its order:
-
-* **the order**: the remaining candidates sorted by U, a uniformly random order (equal U go to
-  the lower index; this matters only between candidates whose coins both come up heads, with
-  probability about h²·2^-24 for h heads in float32);
-* **the coin** of r: heads iff q_r + b·E_r ≥ q*, which has probability P(E ≥ (q* − q_r)/b) =
-  exp((q_r − q*)/b), exactly the paper's; written with additions and a product only, so that the
-  kernel and the reference compute the same comparison bit for bit (an ``exp`` may differ by an
-  ulp between libraries). The best candidate's coin is always heads (E ≥ 0).
-
-So a round picks the remaining candidate with the smallest U among those whose coin is heads
-(``vectorized=True``: one masked minimum); ``vectorized=False`` visits the permutation
-position by position and stops at the first heads (the paper's loop), tested equal.
-``report-noisy-max-exp``'s ``vectorized=False`` is the running maximum of a scan over the items.
+Sampler of the peeled mechanisms (:mod:`svtjax.mechanisms._peeled`): both run one exact
+sampler, since a round of ``report-noisy-max-exp`` has a round of ``permute-and-flip``'s law
+(Ding et al. 2021). A round returns permute-and-flip's first heads, the remaining candidate with
+the smallest point T_r (T_r uniform on [0, 1] with probability p_r = exp((q_r − q*)/b), its
+place in the random order when its coin is heads, else no point), found as the first kept point
+of a dominating Poisson process thinned by the ratio of intensities (Lewis & Shedler 1979): a
+proposal costs three uniforms and a binary search in the suffix sums of exp(q/b) over the
+sorted scores, and a round on the benchmark workloads keeps its first or second proposal.
+After ``BLOCKS`` rejected proposals the round ends exactly from the conditional law of the
+points above the level reached (n fresh uniforms, rare). Fresh numbers every round (the rounds
+of a peeling are independent mechanisms): ``Draws.gap``, ``mark``, ``accept`` float[k, BLOCKS,
+PROPOSALS] (round r, proposal j) and ``Draws.fallback`` float[k, n] (round r, item i).
+``vectorized=False`` runs the proposals one by one and the fallback as a running minimum,
+tested equal to the batched kernel. Exactness is tested against the closed form of
+permute-and-flip and the quadrature of report-noisy-max with exponential noise
+(``tests/test_selection_baselines.py``), the fallback by itself included.
 
 ``shuffle`` and thresholds are accepted and ignored, as for every selection mechanism. k is
 static (it fixes the Outcome's shape); ε and Δ are traced.
 
-Cost: a peeled mechanism draws k·n (``report-noisy-max-exp``) or 2·k·n (``permute-and-flip``)
-variates per trial where a one-shot one draws n, so at k > 1 it is slower than
-``report-noisy-max`` at the same k by about the factor of the extra draws (``svtjax bench``
-times every mechanism side by side). Each round's pick is one ``lax.top_k`` of width 1
-(XLA's CPU backend runs it far faster than ``argmax``), and the last round removes nothing.
+Cost: a trial of a peeled mechanism draws a few numbers per round and reads the scores only
+through one sort and one suffix sum per batch (shared by its trials), so it does not grow with
+n like ``report-noisy-max``'s n draws per trial; ``svtjax bench`` times both side by side.
 
 Free gap: Ding, Wang, Xiao, Wang, Zhang, Kifer 2023 ("Free gap estimates from the exponential
 mechanism, sparse vector, noisy max and related algorithms", VLDB J. 32(1)) release gaps for
@@ -65,125 +59,111 @@ Exact laws: :func:`svtjax.exact.picks_law` (every ordered k-tuple's probability)
 from __future__ import annotations
 
 import functools
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Optional
 
 import jax
 import jax.numpy as jnp
-from jax import lax
 
 from svtjax import _validate
 from svtjax._core import Draws, Outcome
 from svtjax._pytree import pytree_dataclass, staged_call, static_field
 from svtjax.accounting import PureDP
-from svtjax.mechanisms.base import register, stream_key, stream_variates
-from svtjax.mechanisms.selection import SelectionMechanism, _top
+from svtjax.mechanisms import _peeled as peeled
+from svtjax.mechanisms.base import register
+from svtjax.mechanisms.selection import SelectionMechanism
 from svtjax.noise import Exponential, Gumbel
 from svtjax.reference import flip as ref
-from svtjax.testing import Case, eps_sensitivity
+from svtjax.testing import Case, Claim, LawTestedIn, eps_sensitivity
 
 __all__ = ["PeeledSelection", "PermuteAndFlip", "ReportNoisyMaxExp", "GumbelTopK"]
 
 
-def _uniform(key, shape=(), dtype=None):
-    """Standard uniform variates on [0, 1) (the order of permute-and-flip)."""
-    return jax.random.uniform(key, shape, dtype)
-
-
-def _round_variates(key, name: str, r, n: int, standard, dtype):
-    """Row r of stream ``name``: n standard variates of the key fold_in(stream_key, r)."""
-    return stream_variates(jax.random.fold_in(stream_key(key, name), r), n, standard, dtype)
-
-
 class PeeledSelection(SelectionMechanism):
-    """k rounds of a top-1 selection at ε/k, each pick removed; fresh variates every round.
+    """k rounds of permute-and-flip at ε/k, each pick removed, fresh numbers every round: the
+    exact sampler of :mod:`svtjax.mechanisms._peeled` (thinning of a dominating Poisson
+    process), shared by ``permute-and-flip`` and ``report-noisy-max-exp``, whose rounds have
+    the same law (Ding et al. 2021)."""
 
-    A subclass names its streams (``round_streams``: stream name -> standard sampler) and one
-    round (``_round``: the pick among the remaining candidates, given that round's variates).
-    """
-
-    round_streams: ClassVar[tuple] = ()
+    # A batch holds only its picks and one block of numbers per trial (the fallback's n numbers
+    # only in the rare step that needs them), so one chunk of all trials runs fastest.
+    cpu_chunk_bytes: ClassVar[Optional[int]] = None
 
     def noises(self) -> dict:
-        """The exponential noise of every round (permute-and-flip's coins too): Exp(b)."""
+        """The exponential noise of every round (permute-and-flip's coins): Exp(b)."""
         return {"query": Exponential(self.scale())}
 
     def draw(self, key, n: int, *, shuffle: bool = False, dtype=None) -> Draws:
-        """Every round's variates: ``Draws.<stream>`` float[k, n] (module docstring)."""
+        """Every number a trial may use (module docstring of :mod:`svtjax.mechanisms._peeled`):
+        ``gap``, ``mark``, ``accept`` float[k, BLOCKS, PROPOSALS], ``fallback`` float[k, n]."""
         del shuffle
         _validate.integer("n", n, minimum=1)
         self._check_n(int(n))
         dtype = jnp.zeros((), float).dtype if dtype is None else jnp.dtype(dtype)
-        return staged_call(_draw_jit, self.round_streams, key, int(n), self.num_picks(), dtype)
+        return staged_call(_draw_jit, key, int(n), self.num_picks(), dtype)
 
-    def decide(self, draws: Draws, queries, thresholds, *, vectorized: bool = True) -> Outcome:
-        q, _ = self._prepare(queries, thresholds)
-        return staged_call(_decide_jit, self, draws, q, vectorized)
-
-    def __call__(self, key, queries, thresholds) -> Outcome:
-        q, _ = self._prepare(queries, thresholds)
-        return staged_call(_call_jit, self, key, q)
+    def _compiled(self, which: str):
+        return {"decide": _decide_jit, "call": _call_jit}[which]
 
     def run_batch(self, keys, queries, thresholds, *, shuffle: bool, offsets=None,
-                  vectorized: bool = True, width=None) -> Outcome:
-        del thresholds, shuffle, offsets, width
-        return jax.vmap(lambda key: _trial(self, key, queries, vectorized))(keys)
+                  vectorized: bool = True, width=None, engine=None) -> Outcome:
+        """A batch of trials in one kernel (:func:`svtjax.mechanisms._peeled.peel_batch`);
+        ``thresholds``, ``offsets``, ``shuffle``, ``width`` and ``vectorized`` are ignored."""
+        del thresholds, shuffle, offsets, width, vectorized, engine
+        return _batch(self, keys, queries)
 
     def working_bytes(self, n: int, itemsize: int, shuffle: bool) -> int:
         del shuffle
         k = self.num_picks()
-        streams = len(self.round_streams)
-        return k * (1 + 4 + 2 * itemsize) + n * ((2 + 2 * streams) * itemsize + 1)
-
-    def _round(self, scores, b, variates: dict, vectorized: bool):
-        """The round's pick among the candidates (``scores`` finite; picked items -inf)."""
-        raise NotImplementedError
+        return k * (1 + 4 + 2 * itemsize + 8) + n * (3 * itemsize + 1)
 
 
-# -- kernel (one trial) --------------------------------------------------------------------
+# -- kernel --------------------------------------------------------------------------------
 
-def _draw(streams: tuple, key, n: int, k: int, dtype) -> Draws:
-    rows = jnp.arange(k)
-    return Draws({name: jax.vmap(lambda r, name=name, standard=standard: _round_variates(
-        key, name, r, n, standard, dtype))(rows) for name, standard in streams})
+def _outcome(mech: PeeledSelection, picks, dtype) -> Outcome:
+    shape = picks.shape
+    return Outcome(answers=jnp.ones(shape, jnp.int8), items=picks,
+                   values=jnp.full(shape, jnp.nan, dtype),
+                   cost=jnp.full(shape, jnp.asarray(mech.pick_cost(), dtype)))
 
 
-def _peel(mech: PeeledSelection, q, round_variates, vectorized: bool) -> Outcome:
+def _batch(mech: PeeledSelection, keys, q) -> Outcome:
     dtype = q.dtype
-    k = mech.num_picks()
+    n, k, batch = q.shape[0], mech.num_picks(), keys.shape[0]
     b = jnp.asarray(mech.scale(), dtype)
 
-    def one_round(r, carry):  # the candidates' scores, picked ones at -inf (never picked)
-        scores, picks = carry
-        j = mech._round(scores, b, round_variates(r), vectorized)
-        return scores.at[j].set(-jnp.inf), picks.at[r].set(j)
+    def blocks_of(r, blk):
+        return jax.vmap(lambda key, r, blk: peeled.block_variates(key, r, blk, dtype))(
+            keys, r, blk)
 
-    init = (q, jnp.zeros((k,), jnp.int32))
-    scores, picks = lax.fori_loop(0, k - 1, one_round, init) if k > 1 else init
-    last = mech._round(scores, b, round_variates(k - 1), vectorized)  # no removal after it
-    picks = picks.at[k - 1].set(last)
-    return Outcome(answers=jnp.ones((k,), jnp.int8), items=picks,
-                   values=jnp.full((k,), jnp.nan, dtype),
-                   cost=jnp.full((k,), jnp.asarray(mech.pick_cost(), dtype)))
+    def fallback_of(r):
+        return jax.vmap(lambda key, r: peeled.fallback_variates(key, r, n, dtype))(keys, r)
+
+    picks = peeled.peel_batch(peeled.setup(q, b), b, k, batch, blocks_of, fallback_of)
+    return _outcome(mech, picks, dtype)
 
 
 def _decide(mech: PeeledSelection, draws: Draws, q, vectorized: bool) -> Outcome:
-    def row(r):
-        return {name: jnp.asarray(draws[name], q.dtype)[r] for name, _ in mech.round_streams}
+    dtype = q.dtype
+    k = mech.num_picks()
+    b = jnp.asarray(mech.scale(), dtype)
+    sc = peeled.setup(q, b)
+    if not vectorized:
+        return _outcome(mech, peeled.peel_loop(sc, b, k, draws), dtype)
 
-    return _peel(mech, q, row, vectorized)
+    def blocks_of(r, blk):
+        return tuple(jnp.asarray(draws[name], dtype)[r, blk] for name in peeled.BLOCK_STREAMS)
+
+    def fallback_of(r):
+        return jnp.asarray(draws["fallback"], dtype)[r]
+
+    blocks = jnp.shape(draws["gap"])[1]  # draws with fewer blocks reach the fallback sooner
+    picks = peeled.peel_batch(sc, b, k, 1, blocks_of, fallback_of, blocks)[0]
+    return _outcome(mech, picks, dtype)
 
 
-def _trial(mech: PeeledSelection, key, q, vectorized: bool = True) -> Outcome:
-    n = q.shape[0]
-
-    def row(r):  # drawn inside the round: a trial holds one round's numbers at a time
-        return {name: _round_variates(key, name, r, n, standard, q.dtype)
-                for name, standard in mech.round_streams}
-
-    return _peel(mech, q, row, vectorized)
-
-
-_draw_jit = jax.jit(_draw, static_argnums=(0, 2, 3, 4))
+@functools.partial(jax.jit, static_argnums=(1, 2, 3))
+def _draw_jit(key, n, k, dtype):
+    return Draws(peeled.draw(key, n, k, dtype))
 
 
 @functools.partial(jax.jit, static_argnums=(3,))
@@ -193,13 +173,8 @@ def _decide_jit(mech, draws, q, vectorized):
 
 @jax.jit
 def _call_jit(mech, key, q):
-    return _trial(mech, key, q)
-
-
-def _first_max(x):
-    """The lowest index of the largest value: ``lax.top_k`` (selection's ``_top``, +0.0 and
-    -0.0 tied), which XLA's CPU backend runs far faster than ``argmax``'s variadic reduction."""
-    return _top(x, 1, True)[1][0]
+    out = _batch(mech, key[None], q)
+    return jax.tree_util.tree_map(lambda x: x[0], out)
 
 
 # -- the mechanisms ------------------------------------------------------------------------
@@ -211,7 +186,9 @@ def _privacy_rounds(mech) -> str:
 
 @register(reference=ref.permute_and_flip, cases=[
     Case("permute-and-flip", {"k": 3}, eps_sensitivity),
-])
+], privacy=[Claim("eps1-k2", {"epsilon": 1.0, "k": 2}, 1.0, "PureDP",
+                  ("McKenna & Sheldon 2020", "Algorithm 1"))],
+    distribution=LawTestedIn("tests/test_selection_baselines.py", "the ordered picks' exact law"))
 @pytree_dataclass
 class PermuteAndFlip(PeeledSelection):
     """Permute-and-flip (McKenna & Sheldon, NeurIPS 2020, Algorithm 1), top-k by peeling.
@@ -219,7 +196,7 @@ class PermuteAndFlip(PeeledSelection):
     One round on the remaining candidates R: q* = max_{r∈R} q_r; for r in a uniformly random
     permutation of R: with probability exp(ε′(q_r − q*)/(2Δ)) return r (ε′ = ε/k; exp(ε′(q_r −
     q*)/Δ) for monotonic scores). The best candidate is accepted with probability 1, so a round
-    always returns. k rounds, each pick removed (module docstring: the coins and the order).
+    always returns. k rounds, each pick removed (module docstring: the sampler).
 
     Privacy: each round is ε/k-DP (McKenna & Sheldon 2020 prove permute-and-flip with
     acceptance exp(ε(q_r − q*)/(2Δ)) ε-DP); with the monotonic weight a round is identical in
@@ -237,30 +214,10 @@ class PermuteAndFlip(PeeledSelection):
     k: int = static_field(default=1)
     sensitivity: Any = 1.0
     monotonic: bool = static_field(default=False)
-    round_streams: ClassVar[tuple] = (("permutation", _uniform),
-                                      ("query", Exponential.standard))
     name = "permute-and-flip"
 
     def __post_init__(self):
         self._check_common()
-
-    def _round(self, scores, b, variates, vectorized):
-        q_star = jnp.max(scores)                                       # q* over the candidates
-        heads = scores + b * variates["query"] >= q_star               # P = exp((q_r − q*)/b)
-        u = variates["permutation"]
-        inf = jnp.asarray(jnp.inf, u.dtype)
-        if vectorized:  # the first heads of the permutation: the smallest U among the heads
-            return _first_max(jnp.where(heads, -u, -inf))
-        remaining = scores > -jnp.inf
-        order = jnp.argsort(jnp.where(remaining, u, inf), stable=True).astype(jnp.int32)
-
-        def visit(carry, r):  # the paper's loop: visit in order, stop at the first heads
-            found, pick = carry
-            take = ~found & heads[r]
-            return (found | take, jnp.where(take, r, pick)), None
-
-        (_, pick), _ = lax.scan(visit, (jnp.asarray(False), jnp.int32(0)), order)
-        return pick
 
     def privacy(self):
         weight = "exp(ε(q−q*)/(kΔ)), monotonic scores" if self.monotonic else \
@@ -275,7 +232,9 @@ class PermuteAndFlip(PeeledSelection):
 
 @register(reference=ref.report_noisy_max_exp, cases=[
     Case("report-noisy-max-exp-monotonic", {"k": 2, "monotonic": True}, eps_sensitivity),
-])
+], privacy=[Claim("eps1-k2", {"epsilon": 1.0, "k": 2}, 1.0, "PureDP",
+                  ("Ding, Kifer", "McKenna & Sheldon 2020"))],
+    distribution=LawTestedIn("tests/test_selection_baselines.py", "the ordered picks' exact law"))
 @pytree_dataclass
 class ReportNoisyMaxExp(PeeledSelection):
     """Report-noisy-max with exponential noise, top-k by peeling.
@@ -284,7 +243,9 @@ class ReportNoisyMaxExp(PeeledSelection):
     (one-sided, mean 2kΔ/ε; kΔ/ε for monotonic scores), fresh noise each round; ties to the
     lower index. Each round has permute-and-flip's law at ε/k (Ding, Kifer, Saghaian, Steinke,
     Wang, Xiao, Zhang 2021, arXiv:2105.07260: report-noisy-max with Exp(2Δ/ε) noise is
-    identical to permute-and-flip at ε), so the peeled k-tuple has ``permute-and-flip``'s law.
+    identical to permute-and-flip at ε), so the peeled k-tuple has ``permute-and-flip``'s law,
+    and the kernel samples it with ``permute-and-flip``'s exact sampler (module docstring): the
+    same picks on the same key. (Ties between noisy values have probability 0.)
 
     Privacy: ε/k-DP per round (permute-and-flip, McKenna & Sheldon 2020; for monotonic scores
     Dwork & Roth 2014, Claim 3.9's argument with Exp(kΔ/ε)); k rounds compose to ε.
@@ -300,26 +261,10 @@ class ReportNoisyMaxExp(PeeledSelection):
     k: int = static_field(default=1)
     sensitivity: Any = 1.0
     monotonic: bool = static_field(default=False)
-    round_streams: ClassVar[tuple] = (("query", Exponential.standard),)
     name = "report-noisy-max-exp"
 
     def __post_init__(self):
         self._check_common()
-
-    def _round(self, scores, b, variates, vectorized):
-        noisy = scores + b * variates["query"]                         # -inf: picked already
-        if vectorized:
-            return _first_max(noisy)
-
-        def visit(carry, x):  # the running maximum; replaced only on a strictly larger value
-            best, best_value = carry
-            i, value = x
-            better = value > best_value
-            return (jnp.where(better, i, best), jnp.where(better, value, best_value)), None
-
-        idx = jnp.arange(scores.shape[0], dtype=jnp.int32)
-        (best, _), _ = lax.scan(visit, (jnp.int32(0), noisy[0]), (idx, noisy))
-        return best
 
     def privacy(self):
         noise = "Exp(kΔ/ε), monotonic scores, by Dwork & Roth 2014, Claim 3.9's argument" \
@@ -332,7 +277,8 @@ class ReportNoisyMaxExp(PeeledSelection):
 
 @register(reference=ref.gumbel_top_k, cases=[
     Case("gumbel-top-k", {"k": 3}, eps_sensitivity),
-])
+], privacy=[Claim("eps1-k2", {"epsilon": 1.0, "k": 2}, 1.0, "PureDP", ("Durfee & Rogers 2019",))],
+    distribution=LawTestedIn("tests/test_selection_baselines.py", "the ordered picks' exact law"))
 @pytree_dataclass
 class GumbelTopK(SelectionMechanism):
     """One-shot Gumbel top-k (Durfee & Rogers, NeurIPS 2019).

@@ -28,8 +28,8 @@ Choices (documented here, tested in ``tests/test_selection.py``):
   exceed the number of queries n (a ``ValueError`` before anything is compiled).
 * **Kernel.** ``jax.lax.top_k`` on the noisy scores (``vectorized=True``, the default). The
   general path (``vectorized=False``) is the peeling loop itself: k rounds of ``argmax`` over the
-  items not yet picked. Both are tested equal on the same draws; on CPU (jax 0.10.2) ``top_k`` was
-  faster for every size measured (n = 50 .. 10^4, k = 1 .. 50: 2-45x), so it is the default.
+  items not yet picked. Both are tested equal on the same draws; on CPU ``top_k`` was faster
+  for every size measured (n = 50 .. 10^4, k = 1 .. 50), so it is the default.
 
 References:
   Lyu, Su, Li. Understanding the Sparse Vector Technique for Differential Privacy. PVLDB 10(6),
@@ -66,7 +66,7 @@ from svtjax.accounting import PureDP, Unproven
 from svtjax.mechanisms.base import Mechanism, register, stream_key, stream_variates
 from svtjax.noise import Exponential, Gumbel, Laplace
 from svtjax.reference import selection as ref
-from svtjax.testing import Case, eps_sensitivity
+from svtjax.testing import Case, Claim, LawTestedIn, eps_sensitivity
 
 __all__ = ["SelectionMechanism", "EMPeeling", "ReportNoisyMax", "NoisyTopKGap", "NOISES"]
 
@@ -88,9 +88,8 @@ class SelectionMechanism(Mechanism):
     noise_family: ClassVar[type] = Gumbel
     picks_param: ClassVar[str] = "k"
     releases_gaps: ClassVar[bool] = False  # values[i] = noisy(i-th pick) - noisy((i+1)-th best)
-    # Each trial holds its whole noisy stream: on the 2-core CPU, 1,000 trials of n = 10^4
-    # (Zipf, k = 50, counting reducer) ran in 132-152 ms in chunks of 8 MB against 237-245 ms
-    # as one 120 MB chunk, and 10^4 trials of n = 10^3 in 301-323 ms against 389-428 ms.
+    # Each trial holds its whole noisy stream: on a CPU, chunks of 8 MB ran faster than one
+    # chunk of all trials at both headline sizes (benchmarks/RESULTS.md, Decisions).
     cpu_chunk_bytes: ClassVar[Optional[int]] = 8 * 2**20
 
     def num_picks(self) -> int:
@@ -166,17 +165,23 @@ class SelectionMechanism(Mechanism):
         ``vectorized=False`` runs the peeling loop (k rounds of argmax) instead of ``top_k``.
         """
         q, _ = self._prepare(queries, thresholds)
-        return staged_call(_decide_jit, self, draws, q, vectorized)
+        return staged_call(self._compiled("decide"), self, draws, q, vectorized)
 
     def __call__(self, key, queries, thresholds) -> Outcome:
         q, _ = self._prepare(queries, thresholds)
-        return staged_call(_call_jit, self, key, q)
+        return staged_call(self._compiled("call"), self, key, q)
+
+    def _compiled(self, which: str):
+        """The compiled one-trial kernel ``decide`` (``which="decide"``: mech, draws, q,
+        vectorized) or ``__call__`` (``"call"``: mech, key, q) runs; a subclass with its own
+        kernel (``svtjax.mechanisms.flip.PeeledSelection``) returns its own."""
+        return {"decide": _decide_jit, "call": _call_jit}[which]
 
     def run_batch(self, keys, queries, thresholds, *, shuffle: bool, offsets=None,
-                  vectorized: bool = True, width=None) -> Outcome:
+                  vectorized: bool = True, width=None, engine=None) -> Outcome:
         """A batch of trials; ``thresholds``, ``offsets``, ``shuffle`` and ``width`` are ignored
         (module docstring)."""
-        del thresholds, shuffle, offsets, width
+        del thresholds, shuffle, offsets, width, engine
         return jax.vmap(lambda key: _trial(self, key, queries, vectorized))(keys)
 
     def working_bytes(self, n: int, itemsize: int, shuffle: bool) -> int:
@@ -199,7 +204,7 @@ def _top(scores, k: int, vectorized: bool):
         scores = jnp.where(scores == 0, jnp.zeros((), scores.dtype), scores)
         # The barrier keeps XLA's CPU backend on its top-k kernel: when the values feed other
         # operations (noisy-top-k-gap's gaps), XLA otherwise fuses them into the slice of a full
-        # sort of every score (25x slower at n = 10^4, k = 50; benchmarks/check_regression.py).
+        # sort of every score (far slower; benchmarks/check_regression.py guards it).
         values, idx = lax.optimization_barrier(lax.top_k(scores, k))
         return values, idx.astype(jnp.int32)
 
@@ -219,8 +224,8 @@ def _decide(mech: SelectionMechanism, draws: Draws, q, vectorized: bool) -> Outc
     noisy = q + jnp.asarray(mech.scale(), dtype) * jnp.asarray(draws.query, dtype)
     if mech.releases_gaps:  # Ding'19 Algorithm 1 lines 5-7: rank k+1, release k gaps
         # The gaps come from top_k's own values: gathering noisy[ranked] under vmap compiled
-        # to a 10^3x slower kernel on XLA's CPU backend (noisy-top-k-gap was 22x slower than
-        # report-noisy-max at the same k).
+        # to a far slower kernel on XLA's CPU backend (noisy-top-k-gap was many times slower
+        # than report-noisy-max at the same k).
         ranked_values, ranked = _top(noisy, k + 1, vectorized)
         picks, values = ranked[:k], ranked_values[:k] - ranked_values[1:]
     else:
@@ -249,7 +254,10 @@ def _call_jit(mech, key, q):
 
 # -- the mechanisms ------------------------------------------------------------------------
 
-@register(reference=ref.em_peeling, cases=[Case("em-peeling", {"c": 3}, eps_sensitivity)])
+@register(reference=ref.em_peeling, cases=[Case("em-peeling", {"c": 3}, eps_sensitivity)],
+          privacy=[Claim("eps1-c2", {"epsilon": 1.0, "c": 2}, 1.0, "PureDP",
+                         ("Lyu", "Section 4.4", "McSherry & Talwar 2007"))],
+          distribution=LawTestedIn("tests/test_selection.py", "the ordered picks' exact law"))
 @pytree_dataclass
 class EMPeeling(SelectionMechanism):
     """The exponential mechanism run c times at ε/c, picked items removed (Lyu et al. 2017, §4.4).
@@ -309,7 +317,11 @@ class EMPeeling(SelectionMechanism):
     Case("report-noisy-max-gumbel-monotonic", {"k": 2, "noise": "gumbel", "monotonic": True},
          eps_sensitivity),
     Case("report-noisy-max-exponential", {"noise": "exponential"}, eps_sensitivity),
-])
+], privacy=[
+    Claim("laplace", {"epsilon": 1.0, "k": 2}, 1.0, "PureDP", ("Ding", "Theorem 2")),
+    Claim("gumbel", {"epsilon": 0.5, "k": 3, "noise": "gumbel"}, 0.5, "PureDP",
+          ("Durfee & Rogers 2019",))],
+    distribution=LawTestedIn("tests/test_selection.py", "the ordered picks' exact law"))
 @pytree_dataclass
 class ReportNoisyMax(SelectionMechanism):
     """One-shot noisy top-k: add noise to every score, report the k largest (best first).
@@ -392,7 +404,9 @@ class ReportNoisyMax(SelectionMechanism):
 @register(reference=ref.noisy_top_k_gap, cases=[
     Case("noisy-top-k-gap", {"k": 3}, eps_sensitivity),
     Case("noisy-top-k-gap-monotonic", {"k": 1, "monotonic": True}, eps_sensitivity),
-])
+], privacy=[Claim("eps1-k2", {"epsilon": 1.0, "k": 2}, 1.0, "PureDP",
+                  ("Ding", "Theorem 2", "Algorithm 1"))],
+    distribution=LawTestedIn("tests/test_noisy_top_k_gap.py", "the pick and gap of two items"))
 @pytree_dataclass
 class NoisyTopKGap(SelectionMechanism):
     """Noisy-Top-K-with-Gap (Ding, Wang, Zhang, Kifer 2019, Algorithm 1).
