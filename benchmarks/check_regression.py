@@ -13,8 +13,9 @@ moves both sides of a ratio alike:
 
 Each ratio has a generous lower bound (:data:`BOUNDS`, about half of the ratio its comment says
 was measured, so that noise does not fail CI but a lost speed-up does). A ratio
-below its bound fails: one line per failure on stderr, exit status 1. The JSON record (every
-sample, the ratios, bounds and verdicts) goes to ``--out`` or stdout.
+below its bound fails: one line per failure on stderr, exit status 1. The JSON record (the one
+format of :mod:`benchmarks.machine`, case ``regression``: every sample as ``results``, and the
+``ratios``, ``bounds`` and verdicts) goes to ``--out`` or stdout.
 
     python benchmarks/check_regression.py [--out FILE] [--repeats 5]
 """
@@ -22,7 +23,6 @@ sample, the ratios, bounds and verdicts) goes to ``--out`` or stdout.
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import json
 import sys
 import time
@@ -31,9 +31,8 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: the checkout root goes on sys.path
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks import harness, machine, timing  # noqa: E402
+from benchmarks import harness, machine  # noqa: E402
 
-SCHEMA = "svtjax-regression/1"
 N, TRIALS = 1_000, 512
 MECHANISMS = ("svt-s", "dpbook", "adaptive-svt-gap", "report-noisy-max", "noisy-top-k-gap")
 
@@ -76,7 +75,7 @@ def _mechanisms(cfg: harness.Config) -> dict:
             params[name], fns[name] = harness.mechanism_engine(name, cfg, N, TRIALS, "fixed")
         except (LookupError, TypeError, ValueError) as err:
             rows[name] = {"status": "skipped", "reason": str(err)}
-    for name, row in timing.interleaved(fns, cfg.repeats).items():
+    for name, row in machine.interleaved(fns, cfg.repeats).items():
         if row.get("status") != "skipped":
             row = harness._row("simulate", name, N, TRIALS, "fixed", params=params[name], **row)
         rows[name] = row
@@ -135,21 +134,14 @@ def main(argv=None) -> int:
         print("check_regression: error: --repeats must be >= 1", file=sys.stderr)
         return 2
     started = time.perf_counter()
-    load_start = machine.load()
+    record = machine.new_record("regression", {"n": N, "trials": TRIALS,
+                                               "repeats": args.repeats,
+                                               "mechanisms": list(MECHANISMS)})
     measured = measure(args.repeats)
     failures = check(measured["ratios"], BOUNDS)
-    record = {
-        "schema": SCHEMA,
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "machine": machine.machine_info(), "device": machine.device_info(),
-        "versions": machine.versions(), "source": machine.source_state(),
-        "load_average": {"start": load_start, "end": machine.load()},
-        "config": {"n": N, "trials": TRIALS, "repeats": args.repeats,
-                   "mechanisms": list(MECHANISMS)},
-        "bounds": BOUNDS, "ratios": measured["ratios"],
-        "passed": not failures, "failures": failures, "rows": measured["rows"],
-        "wall_s": time.perf_counter() - started,
-    }
+    record["load_average"]["end"] = machine.load()
+    record.update(results=measured["rows"], bounds=BOUNDS, ratios=measured["ratios"],
+                  passed=not failures, failures=failures, wall_s=time.perf_counter() - started)
     text = json.dumps(record, indent=1, default=repr)
     if args.out is None:
         print(text)

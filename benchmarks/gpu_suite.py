@@ -9,9 +9,12 @@ apply). From the checkout root, as one device call (``timeout_s=540``)::
     PYTHONUNBUFFERED=1 PYTHONPATH=$PWD python3 benchmarks/gpu_suite.py $OUT --budget-s 420 \\
         2>&1 | tee $OUT/log.txt
 
-Then copy ``$OUT/gpu-*.json`` into ``benchmarks/results/`` and run
-``python benchmarks/update_results.py``: RESULTS.md's GPU section reports the fraction of the
-physical limit at >= 10^5 trials against issue 19's 25% target.
+Then copy ``$OUT/gpu-*.json`` into ``benchmarks/results/`` (removing that machine's older records
+of the same cases) and run ``python benchmarks/harness.py --render``: RESULTS.md reports the
+fraction of the physical limit at >= 10^5 trials against issue 19's 25% target.
+
+The stages are the cases ``gpu-large``, ``gpu-platform``, ``gpu-default`` and
+``gpu-mechanisms`` of :mod:`benchmarks.cases`, run by :mod:`benchmarks.harness`.
 
 Stages, in order of priority; each writes its record after every case, so a stage that fails or
 is cut short by the budget still leaves a partial record, and a failing stage does not stop the
@@ -24,10 +27,10 @@ next (each in try/except, recorded in ``suite.json``):
    variates); then the RNG floor of every JAX generator (threefry2x32, rbg, unsafe_rbg;
    Laplace and bits; one array and per-block keyed).
 2. ``platform`` — the engine's per-platform choices on the same large cases
-   (:mod:`benchmarks.bench_block_width`, the F1/SER reducer): block widths 64, 256 and 1024
+   (:func:`benchmarks.kinds.platform_rows`, the F1/SER reducer): block widths 64, 256 and 1024
    positions per loop iteration, each with compaction factor 8 and without compaction, at
    ``simulate``'s default chunk size, and the default width and factor at chunks of 2^16
-   trials. Its record (``block-width-<machine>-<time>.json``) is what the accelerator entries
+   trials. Its record (``gpu-platform-<machine>-<time>.json``) is what the accelerator entries
    of ``_engine.BLOCK_WIDTH`` and ``_engine.COMPACTION`` and the accelerator memory budget
    (``svtjax.simulate.ACCELERATOR_MEMORY_BUDGET``) should cite.
 3. ``default`` — the CPU record's cases (n = 10^4 × 10^3, n = 10^3 × 10^4), every engine, and
@@ -36,7 +39,7 @@ next (each in try/except, recorded in ``suite.json``):
    10^3, fixed order and shuffled.
 
 Writes at most 7 files into OUTDIR (the device tool returns 8): one record per stage
-(``gpu-<device>-<stage>-<time>-custom.json``; ``platform``'s as above), ``suite.json`` (each
+(``gpu-<stage>-gpu-<device>-<time>.json``), ``suite.json`` (each
 stage's status and wall time) and ``RESULTS-gpu.md`` (the records rendered), plus the
 ``log.txt`` of the command above.
 """
@@ -54,71 +57,42 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: the checkout root goes on sys.path
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks import bench_block_width, harness, machine, render  # noqa: E402
+from benchmarks import cases, harness, kinds, machine, render  # noqa: E402
 
-LARGE = ((1_000, 1_000_000), (10_000, 100_000))
-DEFAULT = ((10_000, 1_000), (1_000, 10_000))
 MIN_STAGE_S = 30.0
 """A stage starts only with at least this much of the budget left."""
 
 
-@dataclasses.dataclass(frozen=True)
-class Platform:
-    """The ``platform`` stage: ``bench_block_width.measure``'s settings (every width x factor
-    at ``chunks[0]``, then ``chunks[1:]`` at the platform's own width and factor)."""
-
-    sizes: tuple = LARGE
-    modes: tuple = ("fixed", "shuffle")
-    widths: tuple = (64, 256, 1024)
-    factors: tuple = (8, 1 << 30)  # 2^30: no compaction
-    chunks: tuple = (0, 1 << 16)
-    rounds: int = 2
-
-
 def stages() -> list:
-    """(name, Config or Platform) of each stage, in order."""
-    base = harness.Config(modes=("fixed", "shuffle"), floor_max_draws=1 << 28,
-                          memory_check=False, suite="custom")
-    return [
-        ("large", dataclasses.replace(base, sizes=LARGE, repeats=3, numpy=False,
-                                      baseline_max_trials=20_000, mechanisms=False,
-                                      cache_check=False)),
-        ("platform", Platform()),
-        ("default", dataclasses.replace(base, sizes=DEFAULT, repeats=5, mechanisms=False,
-                                        rng_floors=False, cache_check=True,
-                                        cache_check_cold=False)),
-        ("mechanisms", dataclasses.replace(base, sizes=((10_000, 1_000),), repeats=3,
-                                           headline=False, rng_floors=False,
-                                           cache_check=False)),
-    ]
+    """(stage name, case name) of each stage, in order."""
+    return [(name, f"gpu-{name}") for name in ("large", "platform", "default", "mechanisms")]
 
 
-def smoke(cfg):
-    """The same stage at toy sizes (``--smoke``: checks the plumbing on a CPU in a minute)."""
-    if isinstance(cfg, Platform):
-        return Platform(sizes=((1_000, 100),), modes=("fixed",), widths=(64, 128),
-                        factors=(8,), chunks=(0, 64), rounds=1)
+def smoke(case: str):
+    """The stage's case definition at toy sizes (``--smoke``: checks the plumbing on a CPU in a
+    minute); a harness Config for a throughput case, the definition for ``platform``."""
+    spec = cases.CASES[case]
+    if spec["kind"] == "platform":
+        return dict(spec, sizes=[[1_000, 100]], modes=["fixed"], widths=[64, 128], factors=[8],
+                    chunks=[0, 64], rounds=1)
+    cfg = harness.case_config(case)
     return dataclasses.replace(cfg, sizes=((1_000, 100),), repeats=1, floor_max_draws=1 << 12,
                                baseline_max_trials=None if cfg.baseline_max_trials is None
                                else 50, floor_impls=("threefry2x32",), cache_check=False,
                                only=("svt-s", "dpbook"))
 
 
-def platform_stage(cfg: Platform, out: Path, deadline: float) -> Path:
-    """Times ``cfg``'s block widths, compaction factors and chunk sizes (the ``platform``
-    stage) and writes a ``block-width`` record into ``out``; returns its path."""
-    from svtjax.mechanisms import _engine
-
+def platform_stage(spec: dict, out: Path, deadline: float, slug: str) -> Path:
+    """Times ``spec``'s block widths, compaction factors and chunk sizes (the ``platform``
+    stage) and writes a ``gpu-platform`` record into ``out``; returns its path."""
     log = lambda line: print(f"[gpu-suite] {line}", flush=True)  # noqa: E731
-    rows = bench_block_width.measure(cfg.sizes, cfg.modes, cfg.widths, cfg.chunks[:1],
-                                     cfg.rounds, log=log, factors=list(cfg.factors),
-                                     deadline=deadline)
-    if len(cfg.chunks) > 1:
-        rows += bench_block_width.measure(cfg.sizes, cfg.modes, [_engine.block_width(10**9)],
-                                          cfg.chunks[1:], cfg.rounds, log=log,
-                                          deadline=deadline)
-    return machine.write_record("block-width", "block-width", out, rows=rows,
-                                config=dataclasses.asdict(cfg))
+    record = machine.new_record("gpu-platform", spec)
+    record["machine"]["machine_id"] = slug
+    t0 = time.perf_counter()
+    record["results"] = kinds.platform_rows(spec, log=log, deadline=deadline)
+    record["load_average"]["end"] = machine.load()
+    record["wall_s"] = time.perf_counter() - t0
+    return machine.save(record, out)
 
 
 def _device_slug() -> str:
@@ -148,11 +122,14 @@ def main(argv=None) -> int:
     if jax.default_backend() == "cpu":
         print("[gpu-suite] warning: JAX sees no accelerator; running on the CPU", flush=True)
     slug = _device_slug()
-    for name, cfg in stages():
+    for name, case in stages():
         if args.only and name not in args.only:
             continue
+        spec = cases.CASES[case]
         if args.smoke:
-            cfg = smoke(cfg)
+            cfg = smoke(case)
+        else:
+            cfg = spec if spec["kind"] == "platform" else harness.case_config(case)
         entry = {"stage": name, "status": "skipped", "file": None}
         summary["stages"].append(entry)
         left = deadline - time.monotonic()
@@ -162,20 +139,20 @@ def main(argv=None) -> int:
         t0 = time.monotonic()
         written: dict = {}
 
-        def checkpoint(record, name=name, written=written):
-            record["machine"]["machine_id"] = f"{slug}-{name}"
-            path = render.record_path(record, args.out)
+        def checkpoint(record, written=written):
+            record["machine"]["machine_id"] = slug
+            path = machine.record_path(record, args.out)
             path.write_text(json.dumps(record, indent=1, default=repr) + "\n")
             written["path"] = path.name
 
         print(f"[gpu-suite] stage {name} ({left:.0f} s of budget left)", flush=True)
         try:
-            if isinstance(cfg, Platform):
-                written["path"] = platform_stage(cfg, args.out, deadline).name
+            if spec["kind"] == "platform":
+                written["path"] = platform_stage(cfg, args.out, deadline, slug).name
                 entry["status"] = "ok"
             else:
                 record = harness.run(cfg, argv=["gpu_suite", name], deadline=deadline,
-                                     checkpoint=checkpoint)
+                                     checkpoint=checkpoint, case=case)
                 entry["status"] = "ok"
                 entry["skipped_rows"] = sum(r["status"] != "ok" for r in record["results"])
         except Exception as err:  # noqa: BLE001 - the next stage still runs
@@ -188,7 +165,7 @@ def main(argv=None) -> int:
     summary["wall_s"] = time.monotonic() - started
     (args.out / "suite.json").write_text(json.dumps(summary, indent=1) + "\n")
     try:
-        render.write_results_md(args.out, args.out / "RESULTS-gpu.md", suites=("custom",))
+        render.write_results_md(args.out, args.out / "RESULTS-gpu.md")
     except Exception:  # noqa: BLE001 - the records are what matters
         traceback.print_exc()
     for entry in summary["stages"]:

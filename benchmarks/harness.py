@@ -14,7 +14,7 @@ until the k-th ⊤; ``freegap/evaluate.py`` splits the trials into one equal chu
 ``multiprocessing.Pool(cpu_count())``, each worker seeding its own generator. The baselines
 follow that (:mod:`benchmarks.baselines`). The engines of a case, timed in interleaved rounds
 (one sample of each in turn, after one untimed warm-up round that also compiles;
-:func:`benchmarks.timing.interleaved`):
+:func:`benchmarks.machine.interleaved`):
 
 * ``svtjax`` — ``simulate`` returning full Outcomes, then ``svtjax.selected(out, c)`` and the
   halting positions (``svtjax.prefix_counts``) in one jitted call
@@ -27,29 +27,35 @@ follow that (:mod:`benchmarks.baselines`). The engines of a case, timed in inter
 * ``numba-pool`` — that loop in a process pool over all cores (created and warmed before any
   timing), as the papers' code runs its trials;
 * ``numpy-vectorized`` — all noise of a chunk of trials at once, a cumsum finds the halt;
-* ``rng-floor`` — the default generator's float32 Laplace floor (:mod:`benchmarks.rng`).
+* ``rng-floor`` — the default generator's float32 Laplace floor
+  (:func:`benchmarks.workload.floor_timer`).
 
 Figures: throughput = n × trials / median wall seconds; evaluated rate = positions evaluated /
 s; ratios of the svtjax engines to the numba engines; the ratio to the physical limit = svtjax's
 throughput ÷ (RNG-floor rate ÷ fraction of the stream read) = evaluated rate ÷ floor rate. Then
 every registered mechanism (``svtjax.names()``, with the parameters of its ``example_params``
 hook) runs ``simulate`` with full Outcomes on the same cases (engine ``simulate``), the RNG floor
-of every JAX generator is measured, and two subprocess checks follow (:mod:`benchmarks.probes`).
+of every JAX generator is measured, and two subprocess checks follow (:mod:`benchmarks.machine`).
 
-Each run writes one JSON record (every timed sample, machine, device, versions, load average,
-config) to ``benchmarks/results/<machine>-<time>.json``; ``benchmarks/RESULTS.md`` is generated
+Every case is defined in :mod:`benchmarks.cases` (data only) and run here; this is the
+``throughput`` kind (``svtjax bench`` runs the ``default`` case); the other kinds
+(:mod:`benchmarks.kinds`): ``platform`` (the engine's per-platform block width, compaction
+factor and chunk size), ``checkouts`` (every mechanism in several checkouts, same run) and
+``command`` (a shell command timed as a whole: the README's test command on a clean clone,
+``svtjax reproduce all``). Each run writes one JSON record of the one format (schema
+``svtjax-bench/3``, :mod:`benchmarks.machine`) to
+``benchmarks/results/<case>-<machine>-<time>.json``; ``benchmarks/RESULTS.md`` is generated
 from the records (:mod:`benchmarks.render`), never typed by hand.
 
-    svtjax bench [options]            # from a source checkout
-    python benchmarks/harness.py [options]
+    svtjax bench [options]                       # from a source checkout: the default case
+    python benchmarks/harness.py [--case NAME] [options]
+    python benchmarks/harness.py --render        # regenerate RESULTS.md from the records
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime as _dt
-import json
 import sys
 import time
 from pathlib import Path
@@ -58,19 +64,19 @@ from typing import Any, Callable, Optional, Sequence
 if __package__ in (None, ""):  # run as a script: the checkout root goes on sys.path
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks import baselines, machine, probes, render, rng, timing, workload  # noqa: E402
+from benchmarks import baselines, cases, kinds, machine, render, workload  # noqa: E402
 
 __all__ = ["SCHEMA", "Config", "quick_config", "run", "headline_case", "mechanism_case",
            "mechanism_engine",
            "rng_floor_table", "headline", "main", "MODES", "HEADLINE_ENGINES"]
 
-SCHEMA = "svtjax-bench/2"
+SCHEMA = machine.SCHEMA  # "svtjax-bench/3": the text svtjax bench finds this file by
 HEADLINE = workload.HEADLINE
 MODES = ("fixed", "shuffle", "sorted")
 HEADLINE_ENGINES = ("svtjax", "svtjax-f1", "svtjax-count", "numba", "numba-count", "numba-pool",
                     "numpy-vectorized", "rng-floor")
 SVTJAX_ENGINES = ("svtjax", "svtjax-f1", "svtjax-count")
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+RESULTS_DIR = machine.RESULTS_DIR
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,8 +103,7 @@ class Config:
       floor_max_draws: variates per RNG-floor call at most.
       cache_check, cache_check_size, cache_check_cold: the persistent compilation-cache check.
       memory_check, memory_n, memory_trials, memory_chunks: the peak-RSS check.
-      quick: the smoke-test configuration; suite: "full", "quick" or "custom" (RESULTS.md shows
-        "full" records).
+      quick: the smoke-test configuration (the ``quick`` case).
     """
 
     sizes: tuple = ((10_000, 1_000), (1_000, 10_000))
@@ -117,7 +122,7 @@ class Config:
     baseline_max_trials: Optional[int] = None
     mechanisms: bool = True
     rng_floors: bool = True
-    floor_impls: tuple = rng.IMPLS
+    floor_impls: tuple = workload.IMPLS
     floor_max_draws: int = 1 << 24
     cache_check: bool = True
     cache_check_size: tuple = (10_000, 1_000)
@@ -127,17 +132,23 @@ class Config:
     memory_trials: int = 1_000_000
     memory_chunks: tuple = (1_000, 10_000, 100_000)
     quick: bool = False
-    suite: str = "full"
 
 
 def quick_config(**overrides) -> Config:
     """A smoke test of the whole pipeline: svt-s only, one tiny case, no subprocess checks (its
     time is mostly compilation: about a minute on the 2-core VM)."""
-    base = dict(sizes=((1_000, 200),), repeats=2, only=(HEADLINE,), pool_workers=2,
-                floor_max_draws=1 << 16, cache_check=False, memory_check=False, quick=True,
-                suite="quick")
-    base.update(overrides)
-    return Config(**base)
+    return dataclasses.replace(case_config("quick"), **overrides)
+
+
+def case_config(name: str) -> Config:
+    """The :class:`Config` of a ``throughput`` case of :data:`benchmarks.cases.CASES`."""
+    spec = {k: v for k, v in cases.CASES[name].items() if k != "kind"}
+    fields = {f.name for f in dataclasses.fields(Config)}
+    unknown = sorted(set(spec) - fields)
+    if unknown:
+        raise ValueError(f"case {name!r}: unknown Config fields {unknown}")
+    return Config(**{k: tuple(tuple(x) if isinstance(x, list) else x for x in v)
+                     if isinstance(v, list) else v for k, v in spec.items()})
 
 
 # -- rows ------------------------------------------------------------------------------------
@@ -161,7 +172,7 @@ def _skipped(engine, mechanism, n, trials, mode, reason) -> dict:
 
 
 def _engine(call: Callable[[], Any], summarise: Callable[[Any], dict], scale: float = 1.0):
-    """A timing function ``fn(repeats) -> row`` for :func:`benchmarks.timing.interleaved`.
+    """A timing function ``fn(repeats) -> row`` for :func:`benchmarks.machine.interleaved`.
 
     Its first call is untimed (compilation) and recorded as ``first_call_s``; ``summarise``
     turns the last output into row fields after the timed samples. ``scale`` multiplies the
@@ -174,8 +185,8 @@ def _engine(call: Callable[[], Any], summarise: Callable[[Any], dict], scale: fl
             t0 = time.perf_counter()
             call()
             state["first"] = time.perf_counter() - t0  # compiles: not scaled
-            state["number"] = timing.calls_per_sample(call)
-        times, out, number = timing.timed(call, repeats, number=state["number"])
+            state["number"] = machine.calls_per_sample(call)
+        times, out, number = machine.timed(call, repeats, number=state["number"])
         row = {"times_s": [t * scale for t in times], "first_call_s": state["first"],
                "calls_per_sample": number}
         row.update(summarise(out))
@@ -267,13 +278,13 @@ def _baseline_engines(cfg: Config, q, threshold, trials, shuffle, pool) -> dict:
 
 
 def _floor_engine(n, trials, cfg: Config):
-    t, b = rng.floor_shape(n, trials, cfg.floor_max_draws)
-    fn = rng.floor_timer(rng.DEFAULT_IMPL, "laplace", "array", t, b, cfg.seed)
+    t, b = workload.floor_shape(n, trials, cfg.floor_max_draws)
+    fn = workload.floor_timer(workload.DEFAULT_IMPL, "laplace", "array", t, b, cfg.seed)
 
     def floor(repeats):
         row = fn(repeats)
-        row["note"] = (f"jax.random.laplace(key, ({t}, {b * rng.BLOCK}), float32), "
-                       f"{rng.DEFAULT_IMPL}")
+        row["note"] = (f"jax.random.laplace(key, ({t}, {b * workload.BLOCK}), float32), "
+                       f"{workload.DEFAULT_IMPL}")
         return row
 
     return floor
@@ -294,7 +305,7 @@ def headline_case(cfg: Config, n: int, trials: int, mode: str, pool=None) -> lis
         engines["rng-floor"] = _floor_engine(n, trials, cfg)
     engines = {k: v for k, v in engines.items() if k in cfg.engines}
     rows = []
-    for engine, row in timing.interleaved(engines, cfg.repeats).items():
+    for engine, row in machine.interleaved(engines, cfg.repeats).items():
         mech_name = "-" if engine == "rng-floor" else HEADLINE
         if row.get("status") == "skipped":
             rows.append(_skipped(engine, mech_name, n, trials, mode, row["reason"]))
@@ -314,7 +325,7 @@ def headline_case(cfg: Config, n: int, trials: int, mode: str, pool=None) -> lis
 
 def mechanism_engine(name: str, cfg: Config, n: int, trials: int, mode: str):
     """``(params, fn)``: a registered mechanism with its example parameters, and a timing
-    function (for :func:`benchmarks.timing.interleaved`) of ``simulate`` with full Outcomes.
+    function (for :func:`benchmarks.machine.interleaved`) of ``simulate`` with full Outcomes.
 
     Raises:
       LookupError, TypeError, ValueError: the mechanism cannot run this workload.
@@ -351,7 +362,7 @@ def mechanism_case(name: str, cfg: Config, n: int, trials: int, mode: str) -> di
         row = fn(cfg.repeats)
     except Exception as err:  # noqa: BLE001 - a failing mechanism must not stop the run
         return _skipped("simulate", name, n, trials, mode, f"failed: {type(err).__name__}: {err}")
-    row["median_s"] = timing.median(row["times_s"])
+    row["median_s"] = machine.median(row["times_s"])
     row["compile_s"] = max(row["first_call_s"] - row["median_s"], 0.0)
     return _row("simulate", name, n, trials, mode, table="mechanisms", params=params, **row)
 
@@ -360,11 +371,11 @@ def mechanism_case(name: str, cfg: Config, n: int, trials: int, mode: str) -> di
 
 def rng_floor_table(cfg: Config, n: int, trials: int) -> list:
     """Every generator × distribution × keying, interleaved; one row each (rate = draws / s)."""
-    t, b = rng.floor_shape(n, trials, cfg.floor_max_draws)
-    fns = {f"{impl}/{dist}/{form}": rng.floor_timer(impl, dist, form, t, b, cfg.seed)
-           for impl in cfg.floor_impls for dist in rng.DISTS for form in rng.FORMS}
+    t, b = workload.floor_shape(n, trials, cfg.floor_max_draws)
+    fns = {f"{impl}/{dist}/{form}": workload.floor_timer(impl, dist, form, t, b, cfg.seed)
+           for impl in cfg.floor_impls for dist in workload.DISTS for form in workload.FORMS}
     rows = []
-    for name, row in timing.interleaved(fns, cfg.repeats).items():
+    for name, row in machine.interleaved(fns, cfg.repeats).items():
         impl, dist, form = name.split("/")
         if row.get("status") == "skipped":
             rows.append({"impl": impl, "dist": dist, "form": form, "status": "skipped",
@@ -407,36 +418,30 @@ def _open_pool(cfg: Config, verbose: bool):
     return pool, info
 
 
-def new_record(cfg: Config, argv: Optional[Sequence[str]] = None) -> dict:
-    """The record's header: schema, time, machine, device, versions, source, config."""
+def new_record(cfg: Config, argv: Optional[Sequence[str]] = None, case: str = "default"
+               ) -> dict:
+    """The record's header (:func:`benchmarks.machine.new_record`) with the workload's
+    description."""
     import svtjax
 
     rho_scale, nu_scale = workload.svt_s_scales(cfg.epsilon, cfg.c)
-    return {
-        "schema": SCHEMA,
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "machine": machine.machine_info(),
-        "device": machine.device_info(),
-        "versions": machine.versions(),
-        "source": machine.source_state(),
-        "allocator_tuned": machine.tune_allocator(),
-        "config": dict(dataclasses.asdict(cfg), argv=list(argv) if argv is not None else None,
-                       workload={"scores": "q_i = 10000 / i (float32)",
-                                 "order": f"fixed: np.random.RandomState({workload.ORDER_SEED})"
-                                          ".permutation(n); sorted: decreasing",
-                                 "threshold": f"mean of the {cfg.c}th and {cfg.c + 1}th largest",
-                                 "headline_params": workload.headline_params(cfg.epsilon, cfg.c),
-                                 "baseline_scales": {"threshold": rho_scale, "query": nu_scale},
-                                 "dtype": "float32"},
-                       registered=list(svtjax.names())),
-        "load_average": {"start": machine.load()},
-        "results": [],
-    }
+    config = dict(dataclasses.asdict(cfg), argv=list(argv) if argv is not None else None,
+                  workload={"scores": "q_i = 10000 / i (float32)",
+                            "order": f"fixed: np.random.RandomState({workload.ORDER_SEED})"
+                                     ".permutation(n); sorted: decreasing",
+                            "threshold": f"mean of the {cfg.c}th and {cfg.c + 1}th largest",
+                            "headline_params": workload.headline_params(cfg.epsilon, cfg.c),
+                            "baseline_scales": {"threshold": rho_scale, "query": nu_scale},
+                            "dtype": "float32"},
+                  registered=list(svtjax.names()))
+    record = machine.new_record(case, config)
+    record["allocator_tuned"] = machine.tune_allocator()
+    return record
 
 
 def run(cfg: Config, *, verbose: bool = True, argv: Optional[Sequence[str]] = None,
         deadline: Optional[float] = None,
-        checkpoint: Optional[Callable[[dict], None]] = None) -> dict:
+        checkpoint: Optional[Callable[[dict], None]] = None, case: str = "default") -> dict:
     """Runs the benchmark described by ``cfg``; returns the JSON record.
 
     Args:
@@ -447,9 +452,10 @@ def run(cfg: Config, *, verbose: bool = True, argv: Optional[Sequence[str]] = No
         recorded as skipped); None: no limit.
       checkpoint: called with the record so far after every case (e.g. to write a partial
         record to disk).
+      case: the case name the record carries.
     """
     started = time.perf_counter()
-    record = new_record(cfg, argv)
+    record = new_record(cfg, argv, case)
     results = record["results"]
     names = _mechanisms(cfg)
     with_headline = cfg.headline and HEADLINE in names
@@ -494,14 +500,14 @@ def run(cfg: Config, *, verbose: bool = True, argv: Optional[Sequence[str]] = No
     if cfg.cache_check and not out_of_time():
         _log("[bench] persistent compilation cache check (subprocesses)", verbose)
         n, trials = cfg.cache_check_size
-        record["compile_cache"] = probes.cache_check(n, trials, epsilon=cfg.epsilon, c=cfg.c,
+        record["compile_cache"] = machine.cache_check(n, trials, epsilon=cfg.epsilon, c=cfg.c,
                                                      cold=cfg.cache_check_cold)
     else:
         record["compile_cache"] = {"status": "skipped",
                                    "reason": "disabled" if not cfg.cache_check else "time"}
     if cfg.memory_check and not out_of_time():
         _log(f"[bench] peak-memory check ({len(cfg.memory_chunks)} subprocesses)", verbose)
-        record["memory"] = probes.memory_check(cfg.memory_n, cfg.memory_trials,
+        record["memory"] = machine.memory_check(cfg.memory_n, cfg.memory_trials,
                                                cfg.memory_chunks, epsilon=cfg.epsilon, c=cfg.c)
     else:
         record["memory"] = {"status": "skipped",
@@ -545,7 +551,7 @@ def headline(record: dict) -> list:
             cases.append(key)
     floors = {(f["impl"], f["dist"], f["form"]): f for f in record.get("rng_floors", [])
               if f.get("status") == "ok"}
-    block_floor = floors.get((rng.DEFAULT_IMPL, "laplace", "block"))
+    block_floor = floors.get((workload.DEFAULT_IMPL, "laplace", "block"))
     for n, trials, mode in cases:
         found = {e: _find(results, e, n, trials, mode) for e in HEADLINE_ENGINES}
         # the fraction of the stream read, from the first svtjax engine that ran
@@ -598,8 +604,17 @@ def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="svtjax bench", description="Time svtjax on the SVT papers' top-c workload "
                 "against their numba loop (one thread and a process pool) and the RNG floor, "
                 "every registered mechanism and every JAX generator; write a JSON record.")
+    p.add_argument("--case", choices=sorted(cases.CASES), default=None,
+                   help="the case of benchmarks/cases.py to run (default: default; the "
+                        "options below narrow a throughput case)")
     p.add_argument("--quick", action="store_true",
-                   help="smoke test: svt-s only, one tiny case, no subprocess checks")
+                   help="smoke test (the quick case): svt-s only, one tiny case, no subprocess "
+                        "checks")
+    p.add_argument("--checkout", action="append", metavar="DIR",
+                   help="the checkouts case: another checkout to time against this one in the "
+                        "same run (e.g. a git worktree of an older commit; repeatable)")
+    p.add_argument("--render", action="store_true",
+                   help="only regenerate benchmarks/RESULTS.md from the records, run nothing")
     p.add_argument("--plugin", action="append", default=[], metavar="MODULE_OR_FILE",
                    help="import a module or .py file of your own first (repeatable): its "
                         "registered mechanisms are timed with the others (--only NAME)")
@@ -631,7 +646,7 @@ def parser() -> argparse.ArgumentParser:
                    help="skip the every-mechanism table")
     p.add_argument("--no-rng-floors", action="store_true",
                    help="skip the RNG floor of every generator")
-    p.add_argument("--floor-impl", action="append", choices=rng.IMPLS, dest="floor_impls",
+    p.add_argument("--floor-impl", action="append", choices=workload.IMPLS, dest="floor_impls",
                    help="generator of the RNG-floor table (repeatable; default all)")
     p.add_argument("--floor-max-draws", type=_positive, default=None,
                    help="variates per RNG-floor call at most (default 2^24)")
@@ -656,11 +671,12 @@ _VALUES = {"repeats": "repeats", "pool_workers": "pool_workers",
            "memory_trials": "memory_trials"}
 
 
-def config_from_args(args: argparse.Namespace) -> Config:
-    """The Config of parsed options; raises UsageError on an unknown mechanism."""
+def config_from_args(args: argparse.Namespace, case: str = "default") -> Config:
+    """The Config of a throughput case narrowed by the parsed options; raises UsageError on an
+    unknown mechanism."""
     import svtjax
 
-    cfg = quick_config() if args.quick else Config()
+    cfg = case_config(case)
     changes: dict = {}
     if args.only:
         unknown = sorted(set(args.only) - set(svtjax.names()))
@@ -681,13 +697,24 @@ def config_from_args(args: argparse.Namespace) -> Config:
     if args.engines:
         changes["engines"] = tuple(e for e in HEADLINE_ENGINES if e in args.engines)
     if args.floor_impls:
-        changes["floor_impls"] = tuple(i for i in rng.IMPLS if i in args.floor_impls)
+        changes["floor_impls"] = tuple(i for i in workload.IMPLS if i in args.floor_impls)
     changes.update({field: False for flag, field in _FLAGS.items() if getattr(args, flag)})
     changes.update({field: getattr(args, opt) for opt, field in _VALUES.items()
                     if getattr(args, opt) is not None})
-    if (set(changes) - {"repeats"}) and not args.quick:
-        changes["suite"] = "custom"
     return dataclasses.replace(cfg, **changes)
+
+
+def case_name(args: argparse.Namespace) -> str:
+    """The case a command line runs: ``--case``, ``quick`` with ``--quick``, else ``default``;
+    a throughput case narrowed by options other than ``--repeats`` is recorded as ``custom``
+    (RESULTS.md does not show those)."""
+    name = args.case or ("quick" if args.quick else "default")
+    narrowed = [opt for opt in ("only", "sizes", "modes", "engines", "floor_impls",
+                                *_FLAGS, *(v for v in _VALUES if v != "repeats"))
+                if getattr(args, opt)]
+    if narrowed and name != "quick" and cases.CASES[name]["kind"] == "throughput":
+        return "custom"
+    return name
 
 
 def _check_out_dir(out_dir: Path) -> None:
@@ -702,23 +729,45 @@ def _check_out_dir(out_dir: Path) -> None:
 
 
 def save(record: dict, out_dir: Path) -> Path:
-    """Writes the record as JSON (serialised first, so a failure leaves no partial file)."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = render.record_path(record, out_dir)
-    text = json.dumps(record, indent=1, default=repr) + "\n"
-    path.write_text(text)
-    return path
+    """Writes the record as JSON (:func:`benchmarks.machine.save`)."""
+    return machine.save(record, out_dir)
+
+
+# -- command line ----------------------------------------------------------------------------
+
+def _run_case(name: str, args: argparse.Namespace, argv: list) -> dict:
+    spec = cases.CASES[name] if name != "custom" else cases.CASES[args.case or "default"]
+    if spec["kind"] == "throughput":
+        cfg = config_from_args(args, args.case or ("quick" if args.quick else "default"))
+        return run(cfg, verbose=not args.quiet, argv=argv, case=name)
+    started = time.perf_counter()
+    record = machine.new_record(name, dict(spec, argv=argv))
+    log = (lambda line: None) if args.quiet else (  # noqa: E731
+        lambda line: print(line, file=sys.stderr, flush=True))
+    if spec["kind"] == "platform":
+        rows = kinds.platform_rows(spec, log)
+    elif spec["kind"] == "checkouts":
+        roots = [str(Path(r).resolve()) for r in [*args.checkout, machine.ROOT]]
+        record["config"]["checkouts"] = [{"path": r, "commit": kinds.commit(r)} for r in roots]
+        rows = kinds.checkouts_rows(spec, roots, args.only, log)
+    else:
+        rows = kinds.command_rows(spec, log)
+    record["results"] = rows
+    record["load_average"]["end"] = machine.load()
+    record["wall_s"] = time.perf_counter() - started
+    return record
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """``svtjax bench``: run, print the tables, write the JSON record. Returns an exit status.
-
-    Bad options print one line (``svtjax bench: error: ...``) and return 2.
-    """
+    """``svtjax bench``: run a case, print its tables, write the JSON record. Returns an exit
+    status. Bad options print one line (``svtjax bench: error: ...``) and return 2."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = parser().parse_args(argv)
+        if args.render:
+            md = render.write_results_md(RESULTS_DIR, RESULTS_DIR.parent / "RESULTS.md")
+            print(f"wrote {md}")
+            return 0
         if args.plugin:  # svtjax bench takes them out before this parser; a direct call does not
             from svtjax import _plugins
 
@@ -727,17 +776,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     _plugins.load(entry)
                 except _plugins.PluginError as err:
                     raise UsageError(str(err)) from err
-        cfg = config_from_args(args)
+        if args.machine is not None and not args.machine.strip():
+            raise UsageError("--machine must be a non-empty name")
+        name = case_name(args)
+        if cases.CASES.get(name, {}).get("kind") == "checkouts" and not args.checkout:
+            raise UsageError("--case checkouts needs --checkout DIR: the checkout to compare "
+                             "this one with (e.g. a git worktree of an older commit)")
+        if cases.CASES.get(args.case or "default", {}).get("kind") == "throughput" or args.quick:
+            config_from_args(args, args.case or ("quick" if args.quick else "default"))
         if not args.no_save:  # the record's directory is checked before the timings, not after
             _check_out_dir(Path(args.out) if args.out is not None else RESULTS_DIR)
     except UsageError as err:
         print(f"svtjax bench: error: {err}", file=sys.stderr)
         return 2
-    record = run(cfg, verbose=not args.quiet, argv=argv)
+    record = _run_case(name, args, argv)
     if args.machine is not None:
         record["machine"]["machine_id"] = machine.safe_id(args.machine)
     print(render.tables(record))
-    print(render.checks_text(record))
     print(f"\nwall {record['wall_s']:.1f} s; load average {record['load_average']}")
     if not args.no_save:
         out_dir = Path(args.out) if args.out is not None else RESULTS_DIR

@@ -1,28 +1,46 @@
-"""What a benchmark record says about where it ran: machine, device, versions, source, load.
+"""The benchmark record (one format for every case) and what it says about where it ran.
+
+A record is one JSON file ``results/<case>-<machine>-<UTC time>.json``: ``schema``
+(:data:`SCHEMA`), ``case``, ``created``, ``machine``, ``device``, ``versions``, ``source``
+(commit, dirty flag, hash of the package), ``load_average`` (start, end), ``config`` (what was
+asked for), ``results`` (one row per timed thing, every sample kept) and ``wall_s``; a case
+may add summaries of its rows (the throughput case: ``headline``, ``rng_floors``,
+``compile_cache``, ``memory``). :func:`new_record` and :func:`save` write it.
 
 Readers of ``/proc`` (CPU model, memory, peak RSS) live here, in the tools, never in the
 package. Each falls back to a portable source (``sysctl``, ``os.sysconf``, ``getrusage``) or to
-None off Linux.
+None off Linux. The checks that need a fresh Python process (persistent compilation cache, peak
+memory of a long run) are here too: each child runs :func:`child` and prints one JSON line. And
+how a sample is timed: warm calls (:func:`timed`) in interleaved rounds over several engines
+(:func:`interleaved`).
 """
 
 from __future__ import annotations
 
-import argparse
+import datetime as _dt
 import hashlib
 import json
+import math
 import os
 import platform
 import socket
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Any, Callable, Optional, Sequence
 
-__all__ = ["machine_info", "device_info", "versions", "source_state", "load", "cpu_model",
-           "default_machine_id", "peak_rss_bytes", "vm_hwm_bytes", "getrusage_peak_bytes",
-           "safe_id", "tune_allocator", "usable_cores"]
+__all__ = ["MIN_SAMPLE_S", "median", "calls_per_sample", "timed", "interleaved", "SCHEMA",
+           "RESULTS_DIR", "new_record", "save", "record_path", "cache_check",
+           "memory_check", "child", "machine_info", "device_info", "versions", "source_state",
+           "load", "cpu_model", "default_machine_id", "peak_rss_bytes", "vm_hwm_bytes",
+           "getrusage_peak_bytes", "safe_id", "tune_allocator", "usable_cores"]
 
+SCHEMA = "svtjax-bench/3"
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS_DIR = ROOT / "benchmarks" / "results"
 _GENERIC_HOSTS = {"vm", "localhost", "ubuntu", "debian", "unknown", "runner"}
 
 
@@ -215,43 +233,252 @@ def tune_allocator() -> Optional[bool]:
     return bool(svtjax.tune_allocator())
 
 
-def write_record(benchmark: str, prefix: str, out: Path, **fields) -> Path:
-    """Writes ``out/<prefix>-<machine id>-<time>.json``: the benchmark's ``fields`` with this
-    machine, device, versions, source state, load and time; prints and returns the path."""
-    record = {"benchmark": benchmark, "machine": machine_info(), "device": device_info(),
-              "versions": versions(), "source": source_state(), "load": load(),
-              "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **fields}
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{prefix}-{default_machine_id()}-{time.strftime('%Y-%m-%dT%H%M%S')}.json"
-    path.write_text(json.dumps(record, indent=1, default=repr))
-    print(f"wrote {path}")
+def new_record(case: str, config: dict) -> dict:
+    """A record's header (:data:`SCHEMA`): where and when it runs, what it was asked."""
+    return {"schema": SCHEMA, "case": case,
+            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "machine": machine_info(), "device": device_info(), "versions": versions(),
+            "source": source_state(), "load_average": {"start": load()}, "config": config,
+            "results": []}
+
+
+def record_path(record: dict, out_dir: Path) -> Path:
+    stamp = record["created"].replace("+00:00", "").replace(":", "")
+    return Path(out_dir) / f"{record['case']}-{record['machine']['machine_id']}-{stamp}.json"
+
+
+def save(record: dict, out_dir: Path) -> Path:
+    """Writes the record as JSON (serialised first, so a failure leaves no partial file)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = record_path(record, out_dir)
+    text = json.dumps(record, indent=1, default=repr) + "\n"
+    path.write_text(text)
     return path
 
 
-def record_main(doc: str, benchmark: str, prefix: str, fields, argv=None) -> int:
-    """The command line of a benchmark whose only option is ``--out`` (default
-    ``benchmarks/results``): computes ``fields()`` and writes them with :func:`write_record`."""
-    p = argparse.ArgumentParser(description=doc.splitlines()[0])
-    p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
-    args = p.parse_args(argv)
-    write_record(benchmark, prefix, args.out, **fields())
-    return 0
+# -- checks in a fresh process ---------------------------------------------------------------
+
+def _child_env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"]
+                                      if env.get("PYTHONPATH") else "")
+    return env
 
 
-def sizes_rounds_main(argv, description: str, measure, benchmark: str, prefix: str,
-                      rounds: int) -> int:
-    """The command line of a benchmark that takes ``--sizes``, ``--rounds`` and ``--out`` and
-    writes the rows of ``measure(sizes, rounds)`` as one record (:func:`write_record`)."""
+def _run_child(kind: str, spec: dict, timeout: float = 900.0) -> dict:
+    code = ("import time; t0 = time.perf_counter(); import sys, json; "
+            "from benchmarks import machine; "
+            f"child({kind!r}, json.loads(sys.argv[1]), t0)")
+    proc = subprocess.run([sys.executable, "-c", code, json.dumps(spec)], capture_output=True,
+                          text=True, env=_child_env(), timeout=timeout)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(f"benchmark subprocess {kind} failed (rc={proc.returncode}): "
+                           f"{proc.stderr.strip()[-2000:]}")
+    return json.loads(lines[-1])
+
+
+def child(kind: str, spec: dict, started: Optional[float] = None) -> None:
+    """Entry point of a check's subprocess; prints one JSON line.
+
+    ``started`` is ``time.perf_counter()`` before ``import svtjax`` in the child.
+    """
+    t0 = time.perf_counter() if started is None else started
+    import jax
+
+    if spec.get("cache_dir"):
+        jax.config.update("jax_compilation_cache_dir", spec["cache_dir"])
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    import svtjax
     from benchmarks import workload
 
-    p = argparse.ArgumentParser(description=description)
-    workload.add_sizes_option(p)
-    p.add_argument("--rounds", type=int, default=rounds)
-    p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
-    args = p.parse_args(argv)
+    import_s = time.perf_counter() - t0
     tune_allocator()
+    q, threshold = workload.zipf_workload(spec["n"], spec["c"])
+    mech = svtjax.get(workload.HEADLINE, **workload.headline_params(spec["epsilon"], spec["c"]))
+    out: dict = {"import_s": import_s}
+    if kind == "cache":
+        def call():
+            return jax.block_until_ready(svtjax.simulate(mech, q, threshold,
+                                                         trials=spec["trials"]))
+        t0 = time.perf_counter()
+        call()
+        out["first_call_s"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        call()
+        out["second_call_s"] = time.perf_counter() - t0
+    elif kind == "memory":
+        chunk = spec["chunk"]
+        reduce = workload.count_reduce
+        out["rss_after_import_bytes"] = peak_rss_bytes()
+        jax.block_until_ready(svtjax.simulate(mech, q, threshold, trials=chunk,
+                                              chunk_size=chunk, reduce=reduce))
+        out["peak_after_one_chunk_bytes"] = peak_rss_bytes()
+        t0 = time.perf_counter()
+        evaluated, tops = jax.block_until_ready(svtjax.simulate(
+            mech, q, threshold, trials=spec["trials"], chunk_size=chunk, reduce=reduce))
+        out["run_s"] = time.perf_counter() - t0
+        out["peak_after_run_bytes"] = peak_rss_bytes()
+        out["getrusage_maxrss_bytes"] = getrusage_peak_bytes()
+        out["rss_source"] = "VmHWM" if vm_hwm_bytes() is not None else "getrusage"
+        out["evaluated_fraction"] = float(evaluated) / (spec["n"] * spec["trials"])
+        out["tops_per_trial"] = float(tops) / spec["trials"]
+    else:
+        raise ValueError(f"unknown child kind {kind!r}")
+    print(json.dumps(out), flush=True)
+
+
+def cache_check(n: int, trials: int, *, epsilon: float, c: int, cold: bool = True) -> dict:
+    """First-call time of simulate: cold process, cache-populating process, cache-hit process.
+
+    With ``cold=False`` the cache-populating process stands in for the cold one (a process
+    less).
+    """
+    spec = dict(n=n, trials=trials, c=c, epsilon=epsilon)
+    try:
+        with tempfile.TemporaryDirectory(prefix="svtjax-jax-cache-") as cache_dir:
+            cold_row = _run_child("cache", dict(spec, cache_dir=None)) if cold else None
+            populate = _run_child("cache", dict(spec, cache_dir=cache_dir))
+            cold_row = cold_row or populate
+            entries = len(os.listdir(cache_dir))
+            hit = _run_child("cache", dict(spec, cache_dir=cache_dir))
+    except (RuntimeError, subprocess.SubprocessError, OSError) as err:
+        return {"status": "failed", "reason": str(err)}
+    return {
+        "status": "ok", "n": n, "trials": trials, "mechanism": "svt-s", "mode": "fixed",
+        "cold_first_call_s": cold_row["first_call_s"],
+        "populate_first_call_s": populate["first_call_s"],
+        "cached_first_call_s": hit["first_call_s"],
+        "warm_call_s": hit["second_call_s"],
+        "import_s": cold_row["import_s"],
+        "cache_entries": entries,
+        "speedup": cold_row["first_call_s"] / hit["first_call_s"],
+        "cold_process": "no cache" if cold else "the cache-populating process",
+        "note": "separate Python processes; cache enabled with jax_compilation_cache_dir, "
+                "min_compile_time_secs=0, min_entry_size_bytes=0",
+    }
+
+
+def memory_check(n: int, trials: int, chunks, *, epsilon: float, c: int) -> dict:
+    """Peak RSS of a ``reduce=`` run of ``trials`` trials, one subprocess per chunk size."""
+    rows = []
+    mib = 2.0**20
+    for chunk in chunks:
+        spec = dict(n=n, trials=trials, chunk=chunk, c=c, epsilon=epsilon)
+        try:
+            r = _run_child("memory", spec)
+        except (RuntimeError, subprocess.SubprocessError, OSError) as err:
+            rows.append({"chunk": chunk, "status": "failed", "reason": str(err)})
+            continue
+        one, peak, base = (r["peak_after_one_chunk_bytes"], r["peak_after_run_bytes"],
+                           r["rss_after_import_bytes"])
+        rows.append({
+            "chunk": chunk, "status": "ok",
+            "rss_after_import_mib": base / mib,
+            "peak_after_one_chunk_mib": one / mib,
+            "peak_rss_mib": peak / mib,
+            "peak_over_import_mib": (peak - base) / mib,
+            # Bounded by the chunk: the full run adds (almost) nothing over one chunk.
+            "bounded_by_chunk": peak <= 1.10 * one + 64 * mib,
+            "run_s": r["run_s"],
+            "throughput": n * trials / r["run_s"],
+            "rss_source": r["rss_source"],
+            "getrusage_maxrss_mib": r["getrusage_maxrss_bytes"] / mib,
+            "evaluated_fraction": r["evaluated_fraction"],
+            "tops_per_trial": r["tops_per_trial"],
+        })
+    return {"status": "ok", "n": n, "trials": trials, "mechanism": "svt-s", "mode": "fixed",
+            "outcome_bytes_if_materialised": trials * n * 13, "chunks": rows,
+            "note": "peak RSS of a fresh subprocess: VmHWM from /proc/self/status where it "
+                    "exists (getrusage's ru_maxrss, also recorded, inherits the parent's RSS "
+                    "across fork+exec on Linux); reduce = per-trial (evaluated, ⊤) counts "
+                    "summed in-chunk"}
+
+
+# -- timing ----------------------------------------------------------------------------------
+
+MIN_SAMPLE_S = 0.05
+"""A timed sample repeats a short call until it lasts about this long (timeit's autorange), so a
+few milliseconds of scheduler noise on a busy machine do not decide a millisecond-scale median."""
+
+
+def median(xs: Sequence[float]) -> float:
+    return float(statistics.median(xs))
+
+
+def calls_per_sample(fn: Callable[[], Any], min_sample_s: float = MIN_SAMPLE_S) -> int:
+    """How many calls of the warm ``fn`` make a sample of about ``min_sample_s`` (1 to 100)."""
     t0 = time.perf_counter()
-    rows = measure(args.sizes, args.rounds)
-    write_record(benchmark, prefix, args.out, rows=rows, wall_s=time.perf_counter() - t0)
-    return 0
+    fn()
+    estimate = time.perf_counter() - t0
+    return int(min(100, max(1, math.ceil(min_sample_s / max(estimate, 1e-6)))))
+
+
+def timed(fn: Callable[[], Any], repeats: int, min_sample_s: float = MIN_SAMPLE_S,
+          number: Optional[int] = None) -> tuple[list, Any, int]:
+    """``repeats`` samples of ``fn``'s per-call wall time.
+
+    ``fn`` must already be warm (compiled). A call shorter than ``min_sample_s`` is repeated
+    within one sample (at most 100 times; ``number`` fixes the count instead of estimating it
+    from one extra call) and the sample is divided by the count.
+
+    Returns:
+      (per-call seconds of each sample, the last output, calls per sample).
+    """
+    if number is None:
+        number = calls_per_sample(fn, min_sample_s) if min_sample_s > 0 else 1
+    times, out = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            out = fn()
+        times.append((time.perf_counter() - t0) / number)
+    return times, out, number
+
+
+def interleaved(fns: dict, rounds: int, warmup: int = 1) -> dict:
+    """Times several engines in alternation, one sample of each per round.
+
+    ``fns`` maps an engine name to a timing function called with ``repeats=1`` that returns a
+    row with ``times_s`` (a one-element list) or ``{"status": "skipped", "reason": ...}``.
+    Every engine samples the same stretches of machine time: on a shared VM the speed of a
+    multi-threaded run changes for seconds at a time, and timing engines one after another would
+    let such a stretch fall on one of them only. The first ``warmup`` rounds are not results
+    (their samples go to ``warmup_times_s``): they include each engine's compilation and its
+    first calls on freshly allocated memory. An engine that raises or is skipped becomes a
+    skipped row and is not called again.
+
+    Returns:
+      engine -> row with every timed sample in ``times_s``, their median in ``median_s`` and
+      ``interleaved_rounds``; ``compile_s`` = first call minus the median where the row has a
+      ``first_call_s``.
+    """
+    rows: dict = {}
+    for r in range(warmup + rounds):
+        for name, fn in fns.items():
+            if rows.get(name, {}).get("status") == "skipped":
+                continue
+            try:
+                row = fn(1)
+            except Exception as err:  # noqa: BLE001 - a failing engine must not stop the run
+                row = {"status": "skipped", "reason": f"failed: {type(err).__name__}: {err}"}
+            if row.get("status") == "skipped":
+                rows[name] = row
+                continue
+            if name not in rows:
+                rows[name] = dict(row, times_s=[], warmup_times_s=[])
+            else:  # keep the latest outputs (counts), the first call's time
+                rows[name].update({k: v for k, v in row.items()
+                                   if k not in ("times_s", "first_call_s")})
+            key = "warmup_times_s" if r < warmup else "times_s"
+            rows[name][key].extend(row["times_s"])
+    for row in rows.values():
+        if row.get("status") == "skipped":
+            continue
+        row["median_s"] = median(row["times_s"])
+        row["interleaved_rounds"] = rounds
+        if "first_call_s" in row:
+            row["compile_s"] = max(row["first_call_s"] - row["median_s"], 0.0)
+    return rows

@@ -25,7 +25,8 @@ Usage::
     python benchmarks/stress_sigint.py                  # 20 runs, 0.5-10 s, hog on every core
     python benchmarks/stress_sigint.py --runs 5 --hogs 0 --no-record
 
-Writes ``benchmarks/results/stress-sigint-<host>-<time>.json`` (unless ``--no-record``), prints
+Writes ``benchmarks/results/stress-sigint-<machine>-<time>.json`` (the one record format of
+:mod:`benchmarks.machine`; unless ``--no-record``), prints
 a summary (counts of exit statuses and of stderr line counts) and exits 0 only if every run
 passed.
 """
@@ -168,6 +169,7 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     if not 0 < a.min <= a.max:
         p.error("need 0 < --min <= --max")
+    load_start = os.getloadavg()
     record = stress(a.runs, a.min, a.max, a.hogs, a.seed, tuple(a.args) or DEFAULT_ARGS,
                     a.timeout)
     s = record["summary"]
@@ -178,7 +180,11 @@ def main(argv=None) -> int:
     if not a.no_record:
         from benchmarks import machine
 
-        machine.write_record("stress_sigint", "stress-sigint", a.out, **record)
+        config = {k: record.pop(k) for k in ("command", "delay_range_s", "hogs", "seed")}
+        rec = machine.new_record("stress-sigint", config)
+        rec["load_average"] = {"start": list(load_start), "end": machine.load()}
+        rec.update(record, wall_s=record["summary"]["wall_s"])
+        print(f"wrote {machine.save(rec, a.out)}")
     return 0 if s["passed"] == s["runs"] else 1
 
 

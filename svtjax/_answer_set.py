@@ -38,7 +38,7 @@ def item_tables(scores: Array, c: Array, dtype: Any, xp: Any = jnp
 def top_tables(scores: Array, c: Array, k: int, dtype: Any
                ) -> tuple[Array, Array, Array, Array, Array]:
     """:func:`item_tables` from the top ``k >= c`` scores instead of a sort of all n (a sort
-    of 10^4 floats costs about 2 ms on a CPU core, a top-k a fortieth of that), with the top k
+    of 10^4 floats costs far more on a CPU core than a top-k), with the top k
     scores (decreasing) in place of the top-c support (``svtjax._answer_sums.tables`` sums
     them).
 
@@ -60,8 +60,8 @@ def top_tables(scores: Array, c: Array, k: int, dtype: Any
 
 
 PAIRWISE_MAX_K = 128
-"""Widths up to this find repeated picks by all-pairs comparison (k^2 work, but 2-5x faster than
-two sorts on CPU for k <= 300); wider selections sort."""
+"""Widths up to this find repeated picks by all-pairs comparison (k^2 work, but faster than two
+sorts on CPU for k <= 300); wider selections sort."""
 
 
 def repeat_pairwise(key: Array) -> Array:

@@ -5,7 +5,7 @@ A block of an SVT run asks one question of its ⊤ answers: where is the r-th on
 XLA's CPU backend: ``jnp.cumsum`` lowers to a ``reduce-window`` that the backend does not
 vectorise, and on the headline workload it cost more than the block's Laplace draws. Packing the
 block into 32-bit words and asking ``population_count`` costs a few elementwise passes
-(``benchmarks/cost_breakdown.py`` measures the engine before and after; RESULTS.md shows both).
+(benchmarks/RESULTS.md, Decisions, has the engine's time before and after).
 Integers only, so the result is the same as the cumulative sum's, bit for bit.
 """
 

@@ -10,10 +10,8 @@ rows back. Rows are independent and the body deterministic, so compaction never 
 Every level is a separate ``while_loop`` with its own copy of the body, so each level costs a full
 trace, lowering and XLA compilation of the body. A level narrower than :data:`MIN_LEVEL` rows is
 not made: at that width a block's cost is the loop's fixed per-iteration cost, not its rows, so the
-level saved nothing measurable while adding about a second of compilation per SVT kernel on the
-2-core CPU (svt-s, Zipf n = 10^4 in a fixed random order, c = 50: 1,000 trials ran in 10.5 ms
-with levels 1000/125/16/2 and 10.1 ms with 1000/125/16; compiling took 3.4 s and 2.4 s; 100
-trials, one level instead of three, compiled in 2.5 s instead of 6.5 s).
+level saved no measurable run time while adding a level's compilation per SVT kernel on a CPU
+(benchmarks/RESULTS.md, Decisions: MIN_LEVEL).
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 glibc serves every allocation above its mmap threshold (at most 32 MiB by default) with a fresh
 ``mmap`` and returns it to the kernel on ``free``, so each compiled call that makes a trials × n
 output buffer pays one page fault per 4 KiB page, every time, and full-Outcome runs write several
-such buffers (``benchmarks/bench_allocator.py`` measures the difference; figures in
-``benchmarks/RESULTS.md``). Raising the mmap and trim thresholds keeps freed
+such buffers (the difference is in ``benchmarks/RESULTS.md``, Decisions). Raising the mmap
+and trim thresholds keeps freed
 memory in the process for reuse; the cost is that the resident set stays at its peak instead of
 shrinking after a large run.
 
@@ -12,7 +12,7 @@ The same faults can come back through glibc's per-thread arenas: XLA allocates a
 buffers on whichever of its worker threads runs the allocating step, and a worker's arena lives
 in separately mapped heaps that glibc unmaps when they fall empty. One arena for the process
 (``M_ARENA_MAX = 1``) and a top pad make every buffer come from the one heap. In
-``benchmarks/bench_allocator.py`` (15 warm calls per timing) this took 7 of its 9 timings to 0
+the allocator benchmark (15 warm calls per timing) this took 7 of its 9 timings to 0
 minor faults per call, where the thresholds alone left up to a few thousand; the median times
 stayed within run-to-run noise of each other. Its cost: the process's threads share one
 malloc lock, which a program that allocates heavily from many threads of its own may notice

@@ -58,8 +58,8 @@ __all__ = ["optimal", "mean", "success_probability", "difference_cdf", "METHODS"
 
 METHODS = ("auto", "closed", "fft", "quad")
 DEFAULT_MESH = 16_384
-"""Mesh points per side m of Algorithm 4 (2m − 2 bins): ~10-30 ms per call, r^op within ~5e-7
-relative of the closed form (benchmarks/bench_correction.py)."""
+"""Mesh points per side m of Algorithm 4 (2m − 2 bins): r^op within ~5e-7 relative of the
+closed form at a cost small against a simulation (benchmarks/RESULTS.md, Decisions)."""
 DEFAULT_TAIL = 1e-12
 """Probability e outside the boundary B of Algorithm 3, line 1."""
 

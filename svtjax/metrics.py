@@ -189,8 +189,8 @@ def _outcome_counts(answers: Array, items, scores: Array, c: Array, *, k: int, n
       at those k slots only, not at every position read: stored items (shuffled), and on a CPU
       where svtjax's compiled loop collects the picks (:mod:`svtjax._native`) a compact Outcome
       too: the same answer sets and metrics, and on a CPU a cheaper
-      reducer than the block loop below (the ``f1_ser`` column of
-      ``benchmarks/cost_breakdown.py`` in ``benchmarks/RESULTS.md``);
+      reducer than the block loop below (``svtjax-f1`` against ``svtjax`` in
+      ``benchmarks/RESULTS.md``);
     * ``items`` None (a compact Outcome: the item at position p is p mod ``n_items``, the same
       for every row) without the compiled loop: each block keeps its ⊤ up to the (c − count)-th
       (one rank query per row, ``svtjax._bits``) and adds a [rows, W] x [W, m] product with the

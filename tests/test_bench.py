@@ -1,7 +1,7 @@
-"""The benchmark harness (``benchmarks/``): record schema, baselines' law, renderer, CLI entry.
+"""The benchmark harness (``benchmarks/``): record format, baselines' law, renderer, cases, CLI.
 
 Kept cheap: one small harness run (one compiled simulate: the count-only reducer) shared by the
-schema, law and renderer tests; the numba loop compiles once (cached on disk).
+format, law and renderer tests; the numba loop compiles once (cached on disk).
 """
 
 import ast
@@ -13,9 +13,10 @@ import pathlib
 import numpy as np
 import pytest
 
-from benchmarks import baselines, harness, render, timing, workload
+from benchmarks import baselines, cases, harness, kinds, machine, render, workload
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 N, TRIALS = 1_000, 512
 ENGINES = ("svtjax-count", "numba", "numba-count", "numpy-vectorized", "rng-floor")
@@ -53,14 +54,14 @@ def record(tmp_path_factory):
         argv += ["--engine", engine]
     assert harness.main(argv) == 0
     files = sorted(out.glob("*.json"))
-    assert len(files) == 1 and files[0].name.startswith("test-box-")
+    assert len(files) == 1 and files[0].name.startswith("quick-test-box-")
     with open(files[0]) as f:
         return json.load(f), out
 
 
-def test_record_schema(record):
+def test_record_format(record):
     rec, _ = record
-    assert rec["schema"] == harness.SCHEMA
+    assert rec["schema"] == machine.SCHEMA == harness.SCHEMA and rec["case"] == "quick"
     for key in ("created", "machine", "device", "versions", "source", "config", "load_average",
                 "results", "headline", "rng_floors", "compile_cache", "memory", "wall_s",
                 "pool", "allocator_tuned"):
@@ -70,9 +71,9 @@ def test_record_schema(record):
     for key in ("python", "jax", "jaxlib", "numpy", "numba", "svtjax"):
         assert key in rec["versions"], key
     assert rec["device"]["backend"] and rec["device"]["count"] >= 1
-    assert rec["config"]["suite"] == "quick" and rec["config"]["engines"] == list(ENGINES)
+    assert rec["config"]["quick"] and rec["config"]["engines"] == list(ENGINES)
     assert rec["config"]["workload"]["baseline_scales"]["query"] > 0
-    assert len(rec["load_average"]["start"]) == 3
+    assert len(rec["load_average"]["start"]) == 3 and len(rec["load_average"]["end"]) == 3
     assert rec["compile_cache"]["status"] == rec["memory"]["status"] == "skipped"
 
 
@@ -141,53 +142,78 @@ def test_baselines_and_svtjax_share_the_law(record):
 
 
 def test_results_md_from_records(record, tmp_path):
+    """RESULTS.md shows the cases of ``cases.SHOWN`` (a quick run is not one), with the
+    Decisions table; a shown case's numbers come from its JSON."""
     rec, out = record
     md = tmp_path / "RESULTS.md"
-    render.write_results_md(out, md)  # quick records are not "full": none listed
-    assert "No full benchmark records yet." in md.read_text()
-    render.write_results_md(out, md, suites=("quick",))
+    render.write_results_md(out, md)
     text = md.read_text()
-    assert "## test-box" in text and "Do not edit by hand" in text
+    assert "No benchmark records yet." in text and "## Decisions" in text
+    render.write_results_md(out, md, shown=("quick",))
+    text = md.read_text()
+    assert "## test-box" in text and "### quick" in text and "Do not edit by hand" in text
     assert "RNG floor under each JAX generator" in text
     count = next(r for r in rec["results"] if r["engine"] == "svtjax-count")
     assert render.fmt_rate(count["throughput"]) in text  # numbers come from the JSON
 
 
-def test_results_md_renders_the_repository_records(tmp_path):
-    """Every committed record renders, schema-1 records with their sorted order named so."""
-    md = render.write_results_md(ROOT / "benchmarks" / "results", tmp_path / "RESULTS.md")
-    text = md.read_text()
-    assert "## glibc allocator tuning" in text and "## svtjax reproduce all" in text
-    assert "## Cost breakdown of the headline engine" in text
-    v1 = [r for r in render.load_records(ROOT / "benchmarks" / "results")
-          if r["schema"] == "svtjax-bench/1"]
-    if v1:
-        assert "schema `svtjax-bench/1`" in text and "| sorted |" in text
+def test_committed_results_are_one_record_per_machine_and_case_and_render_as_committed():
+    """benchmarks/results/ holds only records of the one format, the latest (only) one per
+    machine and case, each of a shown case; RESULTS.md is what the renderer makes of them."""
+    names = sorted(p.name for p in RESULTS.iterdir())
+    records = render.load_records(RESULTS)
+    assert [pathlib.Path(r["_path"]).name for r in records] == names  # nothing of another format
+    keys = [(r["machine"]["machine_id"], r["case"]) for r in records]
+    assert len(keys) == len(set(keys)), keys
+    assert all(r["case"] in cases.SHOWN for r in records)
+    assert all(machine.record_path(r, RESULTS).name == pathlib.Path(r["_path"]).name
+               for r in records)
+    committed = (ROOT / "benchmarks" / "RESULTS.md").read_text()
+    assert render.render_results_md(records) == committed, (
+        "benchmarks/RESULTS.md is stale: run python benchmarks/harness.py --render")
 
 
-def test_headline_history_lists_every_recent_full_record_newest_first(tmp_path):
-    """RESULTS.md's history of a machine's headline: one row per full schema-2 record of that
-    machine (at most ``render.HISTORY``), newest first, each cell recomputed from its record's
-    rows (× numba, × pool, of limit); a machine with one record gets no history."""
-    results = ROOT / "benchmarks" / "results"
-    full = [r for r in render.load_records(results) if r.get("schema") == "svtjax-bench/2"
-            and r["config"].get("suite") == "full"]
-    latest = render.latest_per_machine(full)
-    rec = max(latest, key=lambda r: sum(x["machine"]["machine_id"] == r["machine"]["machine_id"]
-                                        for x in full))
-    mine = sorted((r for r in full if r["machine"]["machine_id"] == rec["machine"]["machine_id"]),
-                  key=lambda r: r["created"], reverse=True)[:render.HISTORY]
-    assert len(mine) >= 2
-    text = "\n".join(render._history_md(rec, results))
-    rows = [line for line in text.splitlines() if line.startswith("| `")]
-    assert [row.split("`")[1] for row in rows] == [pathlib.Path(r["_path"]).name for r in mine]
-    h = harness.headline(mine[-1])[0]
-    cell = (f"{render._fmt(h['ratio']['svtjax/numba'])} / "
-            f"{render._fmt(h['ratio']['svtjax/numba-pool'])} / "
-            f"{render._pct(h['ratio_to_physical_limit']['svtjax'])}")
-    assert cell in rows[-1]
-    (tmp_path / "one.json").write_text(pathlib.Path(rec["_path"]).read_text())
-    assert render._history_md(rec, tmp_path) == []
+def test_decisions_table_lists_each_decision_with_its_numbers_and_record():
+    text = (ROOT / "benchmarks" / "RESULTS.md").read_text()
+    for constant, value, alternatives, source in cases.DECISIONS:
+        assert constant and value and any(ch.isdigit() for ch in alternatives) and source
+        assert f"| {constant} | {value} | {alternatives} | `{source}` |" in text
+
+
+def test_benchmarks_folder_holds_at_most_12_python_files():
+    files = sorted((ROOT / "benchmarks").rglob("*.py"))
+    assert len(files) <= 12, [str(p.relative_to(ROOT)) for p in files]
+
+
+def test_every_case_is_runnable_by_its_kind():
+    """Every throughput case builds a Config (no unknown field); the other kinds name what
+    their runner reads; the case names the command line takes are the cases."""
+    for name, spec in cases.CASES.items():
+        if spec["kind"] == "throughput":
+            assert isinstance(harness.case_config(name), harness.Config)
+        elif spec["kind"] == "platform":
+            assert {"sizes", "modes", "widths", "factors", "chunks", "rounds"} <= set(spec)
+        elif spec["kind"] == "checkouts":
+            assert {"sizes", "modes", "rounds"} <= set(spec)
+        else:
+            assert spec["kind"] == "command" and {"command", "cache", "parse"} <= set(spec)
+    assert set(cases.SHOWN) - set(cases.CASES) == {"regression", "stress-sigint"}
+    assert harness.quick_config() == harness.case_config("quick")
+    with pytest.raises(ValueError, match="unknown Config fields"):
+        cases.CASES["broken"] = {"kind": "throughput", "size": 3}
+        try:
+            harness.case_config("broken")
+        finally:
+            del cases.CASES["broken"]
+
+
+@pytest.mark.parametrize("argv, case", [
+    ([], "default"), (["--quick"], "quick"), (["--repeats", "3"], "default"),
+    (["--only", "svt-s"], "custom"), (["--case", "gpu-large", "--no-numpy"], "custom"),
+    (["--case", "suite"], "suite"), (["--quick", "--size", "100x10"], "quick"),
+])
+def test_case_name_of_a_command_line(argv, case):
+    assert harness.case_name(harness.parser().parse_args(argv)) == case
 
 
 @pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
@@ -307,7 +333,7 @@ def test_interleaved_rounds_alternate_engines():
         calls.append("broken")
         raise RuntimeError("no device")
 
-    rows = timing.interleaved({"a": engine("a", [9.0, 3.0, 1.0, 2.0]), "broken": broken,
+    rows = machine.interleaved({"a": engine("a", [9.0, 3.0, 1.0, 2.0]), "broken": broken,
                                "b": engine("b", [9.0, 0.5, 0.7, 0.6])}, rounds=3)
     assert calls == ["a", "broken", "b"] + ["a", "b"] * 3
     assert rows["a"]["warmup_times_s"] == [9.0]
@@ -324,6 +350,7 @@ def test_interleaved_rounds_alternate_engines():
     (["--only", "no-such-mechanism"], "unknown mechanism"),
     (["--repeats", "0"], "integer >= 1"),
     (["--engine", "fortran"], "invalid choice"),
+    (["--case", "no-such-case"], "invalid choice"),
 ])
 def test_bad_options_exit_2_with_one_line(argv, message, capsys):
     assert harness.main(argv) == 2
@@ -354,304 +381,58 @@ def test_cli_bench_finds_the_checkout(monkeypatch, capsys):
     assert "integer >= 1" in capsys.readouterr().err
 
 
-def test_versions_section_renders_the_latest_record(tmp_path):
-    """RESULTS.md's two-checkout section comes from bench_versions.py's JSON, numbers included."""
-    def rec(date, new_s):
-        return {"benchmark": "versions", "date": date, "cpu_count": 2, "repeats": 3,
-                "load": {"start": [1.0, 1.0, 1.0], "end": [1.0, 1.0, 1.0]},
-                "roots": [{"path": "/a", "commit": "aaaaaaa"}, {"path": "/b", "commit": "bbbbbbb"}],
-                "n": 100, "trials": 10, "epsilon": 0.5, "c": 5,
-                "rows": [{"mechanism": "svt-s", "mode": "fixed", "median_s": [0.02, new_s],
-                          "speedup_vs_first": [0.02 / new_s]}]}
-    (tmp_path / "versions-1.json").write_text(json.dumps(rec("2026-01-01T00:00:00", 0.01)))
-    (tmp_path / "versions-2.json").write_text(json.dumps(rec("2026-02-01T00:00:00", 0.04)))
-    text = "\n".join(render.versions_md(tmp_path))
-    assert "| svt-s | fixed | 20.0 | 40.0 | 0.50x |" in text  # the later record only
-    assert "aaaaaaa ms" in text and "bbbbbbb ÷ aaaaaaa" in text
-    assert "No record yet" in "\n".join(render.versions_md(tmp_path / "missing"))
-
-
-def test_reproduce_section_sets_an_older_commit_beside_the_latest(tmp_path):
-    """RESULTS.md's reproduce section: the latest record of this checkout, never one of an older
-    tree (``bench_reproduce.py --tree``), which is shown beside it instead, totals compared."""
-    def rec(created, total, rows, tree=None, cache="warm", jobs=2):
-        return {"schema": "svtjax-reproduce/1", "created": created, "mode": "paper",
-                "cache": cache, "jobs": jobs, "tree": tree, "commit": "abcdef0123",
-                "machine": {"machine_id": "m", "cpu_model": "cpu", "logical_cores": 2},
-                "load_average": {"start": [1, 1, 1], "end": [1, 1, 1]},
-                "total_seconds": total, "warmup_seconds": None, "all_succeeded": True,
-                "experiments": [{"experiment": e, "seconds": s, "returncode": 0}
-                                for e, s in rows]}
-    (tmp_path / "reproduce-a.json").write_text(json.dumps(
-        rec("2026-01-02T00:00:00", 300.0, [("lyu2017", 200.0), ("audit", 250.0)])))
-    (tmp_path / "reproduce-b.json").write_text(json.dumps(  # newer, but of an older tree
-        rec("2026-01-03T00:00:00", 500.0, [("lyu2017", 150.0), ("audit", 350.0)],
-            tree="/tmp/old", cache="user", jobs=1)))
-    text = "\n".join(render.reproduce_md(tmp_path))
-    assert "**300 s (5.0 min)**" in text  # the checkout's own record is the headline
-    assert "### Against commit abcdef0" in text
-    assert "| lyu2017 | 150 | 0 | 200 |" in text
-    assert "abcdef0 **500 s** for 2 experiments; above **300 s** for 2" in text
-
-
-def test_reproduce_section_shows_the_empty_cache_pass_per_experiment(tmp_path):
-    """A ``--cache warm`` record keeps the warm-up (empty cache) pass's per-experiment times,
-    and the table shows them beside the warm ones; older records keep the two-column table."""
-    rec = {"schema": "svtjax-reproduce/1", "created": "2026-01-02T00:00:00", "mode": "paper",
-           "cache": "warm", "jobs": 2, "tree": None, "commit": "abcdef0123",
-           "machine": {"machine_id": "m", "cpu_model": "cpu", "logical_cores": 2},
-           "load_average": {"start": [1, 1, 1], "end": [1, 1, 1]},
-           "total_seconds": 300.0, "warmup_seconds": 700.0, "all_succeeded": True,
-           "experiments": [{"experiment": "lyu2017", "seconds": 200.0, "returncode": 0},
-                           {"experiment": "audit", "seconds": 100.0, "returncode": 0}],
-           "warmup_experiments": [{"experiment": "audit", "seconds": 250.0, "returncode": 0},
-                                  {"experiment": "lyu2017", "seconds": 450.0,
-                                   "returncode": 0}]}
-    (tmp_path / "reproduce-a.json").write_text(json.dumps(rec))
-    text = "\n".join(render.reproduce_md(tmp_path))
-    assert "| experiment | wall s | empty cache s | exit status |" in text
-    assert "| lyu2017 | 200 | 450 | 0 |" in text and "| audit | 100 | 250 | 0 |" in text
-    del rec["warmup_experiments"]
-    (tmp_path / "reproduce-a.json").write_text(json.dumps(rec))
-    text = "\n".join(render.reproduce_md(tmp_path))
-    assert "| experiment | wall s | exit status |" in text and "| lyu2017 | 200 | 0 |" in text
-
-
-def test_cost_section_renders_every_record_oldest_first(tmp_path):
-    """RESULTS.md's cost breakdown comes from cost_breakdown.py's JSON: every record (a kernel
-    change shows as a before/after pair), numbers included."""
-    def rec(time, commit, engine_s):
-        medians = {"rng": 0.001, "rng_jax": 0.003, "engine": engine_s, "counts": engine_s,
-                   "f1_ser": 0.02, "outcome": engine_s, "outcome_selected": 0.004}
-        shuffled = dict(medians, engine_no_swaps=0.0015)  # a newer record's shuffled case
-        return {"benchmark": "cost-breakdown", "time": time,
-                "source": {"git_commit": commit, "git_dirty": False},
-                "cases": [{"n": 100, "trials": 10, "mode": "fixed", "medians_s": medians},
-                          {"n": 100, "trials": 10, "mode": "shuffle", "medians_s": shuffled}]}
-    (tmp_path / "cost-b.json").write_text(json.dumps(rec("2026-02-01T00:00:00", "b" * 40, 0.002)))
-    (tmp_path / "cost-a.json").write_text(json.dumps(rec("2026-01-01T00:00:00", "a" * 40, 0.003)))
-    text = "\n".join(render.cost_md(tmp_path))
-    before, after = text.index("(aaaaaaa)"), text.index("(bbbbbbb)")
-    assert before < after
-    assert "| 100 | 10 | fixed | 1.0 | 3.0 | 2.0 | — | — | 3.0 | 20.0 | 4.0 | 25% |" in text
-    assert "| 100 | 10 | fixed | 1.0 | 2.0 | 1.0 | — | — | 2.0 | 20.0 | 4.0 | 25% |" in text
-    # no swaps and swaps = engine − no swaps, for the shuffled cases that have the probe
-    assert "| 100 | 10 | shuffle | 1.0 | 3.0 | 2.0 | 1.5 | 1.5 | 3.0 | 20.0 | 4.0 | 25% |" in text
-    assert render.cost_md(tmp_path / "missing") == []
-
-
-def _older_and_newer(tmp_path, benchmark: str, older: list, newer: list) -> None:
-    """Two records of ``benchmark`` (rows ``older``, then a month later ``newer``) as
-    ``machine.write_record`` writes them, in ``tmp_path``."""
-    for suffix, time, rows in (("a", "2026-01-01T00:00:00", older),
-                               ("b", "2026-02-01T00:00:00", newer)):
-        (tmp_path / f"{benchmark}-{suffix}.json").write_text(json.dumps(
-            {"benchmark": benchmark, "time": time, "rows": rows,
-             "source": {"git_commit": "c" * 40, "git_dirty": False},
-             "machine": {"cpu_model": "test cpu"}}))
-
-
-def test_fisher_yates_section_renders_the_latest_record(tmp_path):
-    """RESULTS.md's swap-cost section comes from bench_fisher_yates.py's JSON (the latest
-    record): ns per swap with and without the swaps, for every CPU count measured."""
-    def rows(ns):
-        return [{"n": 1000, "batch": 25, "blocks": 10, "width": 64, "variant": v, "cpus": c,
-                 "ns_per_swap": x, "median_s": 1e-3}
-                for v, c, x in (("swaps", 2, ns), ("no swap", 2, 2.0), ("swaps", 1, ns / 2),
-                                ("no swap", 1, 1.0))]
-    _older_and_newer(tmp_path, "fisher-yates", rows(80.0), rows(10.0))
-    text = "\n".join(render.fisher_yates_md(tmp_path))
-    assert "| ns per swap, 2 CPUs | no swap, 2 CPUs | ns per swap, 1 CPU | no swap, 1 CPU |" in text
-    assert "| 1000 | 25 | 10.0 | 2.0 | 5.0 | 1.0 |" in text  # the later record
-    assert "80.0" not in text and "test cpu" in text and "10 consecutive blocks" in text
-    assert render.fisher_yates_md(tmp_path / "missing") == []
-
-
-def test_block_width_section_renders_every_record_newest_first(tmp_path):
-    """RESULTS.md's per-platform section lists every bench_block_width.py record (the GPU
-    suite's platform stage writes the same), newest first, each setting's time over the
-    fastest of its case; a record from before the compaction factor shows it as —."""
-    def row(width, factor, ms):
-        r = {"n": 1000, "trials": 100, "mode": "fixed", "width": width, "chunk": 0,
-             "median_s": ms / 1e3}
-        return r if factor is None else {**r, "factor": factor}
-    _older_and_newer(tmp_path, "block-width", [row(64, None, 4.0), row(128, None, 5.0)],
-                     [row(64, 8, 3.0), row(64, 2**30, 6.0)])
-    text = "\n".join(render.block_width_md(tmp_path))
-    assert text.index("block-width-b.json") < text.index("block-width-a.json")
-    assert "| 1000 | 100 | fixed | 64 | 0 | 8 | 3.00 | 1.00 |" in text
-    assert "| 1000 | 100 | fixed | 64 | 0 | 1073741824 | 6.00 | 2.00 |" in text
-    assert "| 1000 | 100 | fixed | 128 | 0 | — | 5.00 | 1.25 |" in text
-    assert render.block_width_md(tmp_path / "missing") == []
-
-
-def test_thunks_section_renders_the_latest_record(tmp_path):
-    """RESULTS.md's kernel-by-kernel section comes from profile_thunks.py's JSON (the latest
-    record), the top kernels of each case with their runs and times."""
-    def cases(us):
-        kernels = [{"name": "wrapped_scatter", "count": 640, "total_us": us,
-                    "mean_us": us / 640}]
-        return [{"n": 1000, "trials": 200, "mode": "shuffle", "warm_s": 0.01,
-                 "profiled_s": 0.02, "kernel_events": 700, "kernel_us": us, "kernels": kernels}]
-    for suffix, time, us in (("a", "2026-01-01T00:00:00", 9000.0),
-                             ("b", "2026-02-01T00:00:00", 1280.0)):
-        (tmp_path / f"thunk-profile-{suffix}.json").write_text(json.dumps(
-            {"benchmark": "thunk-profile", "time": time, "cases": cases(us),
-             "source": {"git_commit": "c" * 40, "git_dirty": False},
-             "machine": {"cpu_model": "test cpu"}}))
-    text = "\n".join(render.thunks_md(tmp_path))
-    assert ("n = 1000, 200 trials, shuffle: warm 10.0 ms, profiled 20.0 ms, 700 kernel runs "
-            "(the profiler's 14.29 µs per run)") in text
-    assert "| `wrapped_scatter` | 640 | 1.28 | 2.00 |" in text  # the later record
-    assert "9.00" not in text and "test cpu" in text
-    assert render.thunks_md(tmp_path / "missing") == []
-
-
-def test_shuffle_groups_section_renders_the_latest_record(tmp_path):
-    """RESULTS.md's shuffled-groups section comes from bench_shuffle_groups.py's JSON (the
-    latest record), with each budget's speed relative to one group."""
-    def rows(ms):
-        return [{"n": 100, "trials": 256, "reducer": "f1", "budget_mib": b, "groups": g,
-                 "median_s": s / 1e3, "same_numbers": True}
-                for b, g, s in ((0, 1, 40.0), (4, 2, ms))]
-    _older_and_newer(tmp_path, "shuffle-groups", rows(80), rows(20))
-    text = "\n".join(render.shuffle_groups_md(tmp_path))
-    assert "| 100 | 256 | f1 | 4 | 2 | 20.0 | 2.00x | yes |" in text  # the later record
-    assert "| 100 | 256 | f1 | 0 | 1 | 40.0 | 1.00x | yes |" in text
-    assert "80.0" not in text and "test cpu" in text
-    assert render.shuffle_groups_md(tmp_path / "missing") == []
-
-
-def test_shuffle_prefix_section_renders_the_latest_record(tmp_path):
-    """RESULTS.md's shuffle-prefix section comes from bench_shuffle_prefix.py's JSON (the latest
-    record), each prefix with the positions it uses and its speed relative to no prefix."""
-    def rows(ms):
-        return [{"n": 1000, "trials": 64, "prefixes": [0, 1024], "used": {"0": 0, "1024": 448},
-                 "default": 1024, "same_numbers": True,
-                 "median_s": {"0": 0.04, "1024": ms / 1e3}}]
-    _older_and_newer(tmp_path, "shuffle-prefix", rows(80), rows(20))
-    text = "\n".join(render.shuffle_prefix_md(tmp_path))
-    assert "| 1000 | 64 | 1024 (default) | 448 | 20.00 | 2.00x | yes |" in text  # the later
-    assert "| 1000 | 64 | 0 | 0 | 40.00 | 1.00x | yes |" in text
-    assert "80.00" not in text and "test cpu" in text
-    assert render.shuffle_prefix_md(tmp_path / "missing") == []
-
-
-def test_exact_section_renders_the_latest_full_records(tmp_path):
-    """RESULTS.md's svtjax.exact section: speed, accuracy and the Monte Carlo check, each from
-    the latest full (not --quick) bench_exact record that holds it."""
-    import json
-
-    machine = {"host": "vm", "cpus": 2, "jax": "0.10.2", "commit": "abc", "loadavg_end": [1, 1, 1]}
-    speed = {"dataset": "zipf", "n": 10, "c": 2, "epsilons": [0.1, 1.0], "mechanism": "svt-s",
-             "fixed": {"seconds_first_call_new_process": 1.25, "seconds_second_call": 0.5,
-                       "mc_seconds_for_se_1e-4_extrapolated": 99.0,
-                       "doubled_max_abs_change_member": 1e-12}}
-    rows = [{"dataset": "zipf", "c": 2, "mechanism": "svt-s", "ok": True, "z_ser": 1.5,
-             "z_picks": -0.5},
-            {"dataset": "zipf", "c": 2, "mechanism": "svt-s x1.1 (must be rejected)",
-             "ok": True, "z_ser": 9.0, "z_picks": 0.1}]
-    records = {"exact-vm-1.json": {"created": "2026-01-01", "speed": speed},
-               "exact-vm-2.json": {"created": "2026-01-02", "quick": True,
-                                   "speed": {**speed, "c": 99}},
-               "exact-vm-3.json": {"created": "2026-01-03", "check": {
-                   "epsilon": 0.5, "trials": 1000, "z": 4, "rows": rows, "failures": 0}}}
-    for name, rec in records.items():
-        (tmp_path / name).write_text(json.dumps({"schema": "svtjax-bench-exact/1",
-                                                 "machine": machine, **rec}))
-    text = "\n".join(render.exact_md(tmp_path))
-    assert "| fixed | 1.25 | 0.50 | 99 | 1.0e-12 |" in text and "c = 2:" in text
-    assert "exact-vm-1.json" in text and "exact-vm-2.json" not in text  # --quick is skipped
-    assert "No accuracy record yet" in text
-    assert "1 of 1 cases within 4 standard errors (largest |z| 1.50)" in text
-    assert "rejected in 1 of 1 (smallest |z| 9.0)" in text
-
-
-def test_cost_breakdown_no_swap_probe_runs_the_stored_order():
-    """cost_breakdown's ``engine_no_swaps`` probe is what its column claims: a shuffled run
-    with no swap reads the items in the stored order, so it returns the fixed-order run's
-    numbers (and the engine's Fisher–Yates block is restored afterwards)."""
-    import svtjax
-    from benchmarks import cost_breakdown
-    from svtjax.mechanisms import _engine
-
-    real = _engine.fisher_yates_block
-    mech = svtjax.get(workload.HEADLINE, **workload.headline_params(c=5))
-    q, t = workload.zipf_workload(300, c=5)
-
-    def per_trial(o):  # ⊤ count and halting position, one number per trial
-        return (o.answers == 1).sum(axis=1) * 1000 + (o.answers >= 0).sum(axis=1)
-
-    def run(shuffle):
-        return svtjax.simulate(mech, q, t, trials=64, seed=3, shuffle=shuffle,
-                               reduce=lambda o: per_trial(o))
-
-    prefix = dict(_engine.SHUFFLE_PREFIX)
-    probe = cost_breakdown._without_swaps(lambda: run(True))
-    assert _engine.fisher_yates_block is real and _engine.SHUFFLE_PREFIX == prefix
-    assert int(probe) == int(run(False))
-    assert int(run(True)) != int(probe)  # the real shuffle is another run
-
-
-def test_reproduce_section_lists_the_earlier_runs_of_its_mode(tmp_path):
-    """Under the latest record, the totals of the earlier runs of the same mode of this checkout
-    (newest first, at most ``render.EARLIER_RUNS``), not those of another mode or tree."""
-    def rec(created, total, warmup=None, mode="paper", tree=None):
-        return {"schema": "svtjax-reproduce/1", "created": created, "mode": mode,
-                "cache": "warm", "jobs": 2, "tree": tree, "commit": "abcdef0123",
-                "machine": {"machine_id": "m", "cpu_model": "cpu", "logical_cores": 2},
-                "load_average": {"start": [1, 1, 1], "end": [1, 1, 1]},
-                "total_seconds": total, "warmup_seconds": warmup, "all_succeeded": True,
-                "experiments": [{"experiment": "audit", "seconds": total, "returncode": 0}]}
-    runs = [rec(f"2026-01-0{d}T00:00:00", 300.0 + d, 800.0 + d) for d in range(1, 7)]
-    runs += [rec("2026-01-07T00:00:00", 50.0, mode="quick"),
-             rec("2026-01-08T00:00:00", 900.0, tree="/tmp/old")]
-    for k, r in enumerate(runs):
-        (tmp_path / f"reproduce-{k}.json").write_text(json.dumps(r))
-    text = "\n".join(render.reproduce_md(tmp_path))
-    assert "**306 s (5.1 min)**" in text
-    line = next(x for x in text.splitlines() if x.startswith("Earlier runs"))
-    assert line.index("305 s, empty cache 805 s") < line.index("302 s, empty cache 802 s")
-    assert line.count(" s, empty cache ") == render.EARLIER_RUNS
-    assert "301 s" not in line and "50 s" not in line and "900 s" not in line
-    for k in (0, 1, 2, 3, 4, 6, 7):  # the latest paper run alone: no earlier one to list
-        (tmp_path / f"reproduce-{k}.json").unlink()
-    text = "\n".join(render.reproduce_md(tmp_path))
-    assert "**306 s (5.1 min)**" in text and "Earlier runs" not in text
-
-
-def test_suite_benchmark_times_the_command_ci_runs(tmp_path):
-    """bench_suite.py times exactly the README's test command, which .ci/run runs as a line of
-    its own; it reads pytest's summary and slowest tests, and the section lists every record,
-    newest first."""
-    from benchmarks import bench_suite
-
-    command = bench_suite.readme_test_command()
+def test_suite_case_times_the_command_ci_runs(tmp_path):
+    """The suite cases time exactly the README's test command, which .ci/run runs as a line of
+    its own; pytest's summary and slowest tests and reproduce's exit lines are read from the
+    output."""
+    command = kinds.readme_test_command()
     assert "pytest" in command and "--durations=20" in command
     (tmp_path / "README.md").write_text("## Quick start\n\n```bash\na\nb\n```\n")
     (tmp_path / ".ci").mkdir()
     (tmp_path / ".ci" / "run").write_text("#!/usr/bin/env bash\na\nb && c\n")
     with pytest.raises(ValueError, match="does not run"):
-        bench_suite.readme_test_command(tmp_path)
+        kinds.readme_test_command(tmp_path)
     (tmp_path / ".ci" / "run").write_text("#!/usr/bin/env bash\na\nb\n# c\nc\n")
-    assert bench_suite.readme_test_command(tmp_path) == "b"
+    assert kinds.readme_test_command(tmp_path) == "b"
     out = ("...\n===== slowest 20 durations =====\n10.13s call     tests/t.py::a\n"
            "5.04s setup    tests/t.py::b\n===== short test summary info =====\n"
            "1546 passed, 2 skipped, 2 warnings in 267.35s (0:04:27)\n")
-    parsed = bench_suite.parse_pytest(out)
-    assert parsed == {"summary": "1546 passed, 2 skipped, 2 warnings", "pytest_s": 267.35,
-                      "passed": 1546, "slowest": ["10.13s call     tests/t.py::a",
-                                                  "5.04s setup    tests/t.py::b"]}
-    assert bench_suite.parse_pytest("error")["pytest_s"] is None
-    for k, (t, wall) in enumerate([("2026-01-01T00:00:00", 297.0), ("2026-01-02T00:00:00",
-                                                                     239.4)]):
-        rec = {"benchmark": "suite", "time": t, "command": command, "commit": "abcdef0123",
-               "returncode": 0, "wall_s": wall, "machine": {"cpu_model": "cpu"},
-               "load_average": {"start": [1.0, 1.0, 1.0], "end": [2.0, 2.0, 2.0]}, **parsed}
-        (tmp_path / f"suite-{k}.json").write_text(json.dumps(rec))
-    text = "\n".join(render.suite_md(tmp_path))
-    assert text.index("| 3 min 59 s | 267.4 |") < text.index("| 4 min 57 s | 267.4 |")
-    assert "[1.00, 1.00, 1.00] → [2.00, 2.00, 2.00]" in text
+    assert kinds.parse_output("pytest", out) == {
+        "summary": "1546 passed, 2 skipped, 2 warnings", "pytest_s": 267.35, "passed": 1546,
+        "slowest": ["10.13s call     tests/t.py::a", "5.04s setup    tests/t.py::b"]}
+    assert kinds.parse_output("pytest", "error")["pytest_s"] is None
+    lines = "[reproduce] lyu2017: exit 0 after 179.2 s\naudit: exit 1 after 12.0 s\n"
+    assert kinds.parse_output("reproduce", lines)["experiments"] == [
+        {"experiment": "lyu2017", "returncode": 0, "seconds": 179.2},
+        {"experiment": "audit", "returncode": 1, "seconds": 12.0}]
+
+
+def test_command_case_records_one_row_per_run_and_renders():
+    spec = {"kind": "command", "command": "echo '3 passed in 1.50s'; exit 3", "clone": False,
+            "cache": "user", "parse": "pytest"}
+    (row,) = kinds.command_rows(spec, log=lambda line: None)
+    assert (row["returncode"], row["status"], row["summary"], row["pytest_s"]) == (
+        3, "failed", "3 passed", 1.5)
+    rec = {"case": "suite", "results": [row]}
+    assert "| `echo '3 passed in 1.50s'; exit 3` | user |" in render.tables(rec, markdown=True)
+
+
+def test_checkouts_case_renders_each_checkout_and_the_ratio_to_the_first():
+    """The checkouts kind's rows (one per mechanism, mode and checkout) render as one row per
+    mechanism and mode: each checkout's median ms and its speed relative to the first."""
+    def row(commit, mode, median_s):
+        return {"engine": "simulate", "mechanism": "svt-s", "n": 100, "trials": 10,
+                "mode": mode, "commit": commit, "median_s": median_s, "status": "ok"}
+    rec = {"case": "checkouts", "results": [row("aaaaaaa", "fixed", 0.02),
+                                            row("bbbbbbb", "fixed", 0.01),
+                                            row("aaaaaaa", "shuffle", 0.03),
+                                            {**row("bbbbbbb", "shuffle", None),
+                                             "status": "skipped"}]}
+    text = render.tables(rec, markdown=True)
+    assert "| mechanism | n | trials | mode | aaaaaaa ms | bbbbbbb ms | bbbbbbb ÷ aaaaaaa |" in text
+    assert "| svt-s | 100 | 10 | fixed | 20.0 | 10.0 | 2.00 |" in text
+    assert "| svt-s | 100 | 10 | shuffle | 30.0 | — | — |" in text
+    assert harness.main(["--case", "checkouts"]) == 2  # needs --checkout
 
 
 def test_suite_profile_report_sums_the_workers_per_file_and_per_program(tmp_path):
@@ -685,19 +466,21 @@ def test_suite_profile_report_sums_the_workers_per_file_and_per_program(tmp_path
 def test_gpu_suite_platform_stage_times_widths_factors_and_chunks(tmp_path):
     """The GPU suite's ``platform`` stage (issue 19: the engine's per-platform choices made
     measurable in the one prepared call) times every block width x compaction factor, then the
-    extra chunk sizes at the platform's own width and factor, writes a ``block-width`` record,
+    extra chunk sizes at the platform's own width and factor, writes a ``gpu-platform`` record
     and leaves the platform's tables as they were for the stages after it."""
     from benchmarks import gpu_suite
-    from svtjax.mechanisms import _engine
 
-    before = (dict(_engine.BLOCK_WIDTH), dict(_engine.COMPACTION))
-    cfg = gpu_suite.Platform(sizes=((200, 16),), modes=("fixed",), widths=(64, 128),
-                             factors=(2,), chunks=(0, 8), rounds=1)
-    path = gpu_suite.platform_stage(cfg, tmp_path, deadline=float("inf"))
-    rows = json.loads(path.read_text())["rows"]
-    assert path.name.startswith("block-width-")
+    module, (widths, factors) = kinds.engine_tables()
+    before = (dict(widths), dict(factors))
+    spec = dict(cases.CASES["gpu-platform"], sizes=[[200, 16]], modes=["fixed"],
+                widths=[64, 128], factors=[2], chunks=[0, 8], rounds=1)
+    path = gpu_suite.platform_stage(spec, tmp_path, float("inf"), "gpu-test")
+    rec = json.loads(path.read_text())
+    rows = rec["results"]
+    assert path.name.startswith("gpu-platform-gpu-test-") and rec["case"] == "gpu-platform"
     assert [(r["width"], r["chunk"], r["factor"]) for r in rows] == [
-        (64, 0, 2), (128, 0, 2), (64, 8, _engine.compaction_factor())]
+        (64, 0, 2), (128, 0, 2), (widths["cpu"], 8, module.compaction_factor())]
     assert all(r["median_s"] > 0 and r["evaluated"] > 0 for r in rows)
-    assert (dict(_engine.BLOCK_WIDTH), dict(_engine.COMPACTION)) == before
+    assert (dict(widths), dict(factors)) == before
     assert "platform" in [name for name, _ in gpu_suite.stages()]
+    assert "| 200 | 16 | fixed | 128 | 0 | 2 |" in render.tables(rec, markdown=True)

@@ -180,7 +180,7 @@ def test_items_stored_only_where_evaluated():
 def test_host_inputs_reach_the_device_without_compiling():
     """A mechanism's inputs given as host arrays are converted in numpy and stay numpy arrays
     (no small program compiled per input shape; the compiled call that takes them transfers
-    them itself, cheaper than a device_put each: benchmarks/bench_dispatch.py), with the dtypes
+    them itself, cheaper than a device_put each: benchmarks/RESULTS.md), with the dtypes
     jnp.asarray gives them: integer queries as the default float, per-query or scalar
     thresholds in the queries' dtype."""
     from jax._src import monitoring

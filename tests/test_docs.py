@@ -76,12 +76,13 @@ def test_sweeps_guide_toml_reference_names_every_key():
     """The TOML reference has a row for every [sweep] key the loader accepts, a section for
     every top-level table and the keys of exact_accuracy."""
     from svtjax import sweep
+    from svtjax.sweep import config
 
     text = (DOCS / "guides" / "sweeps.md").read_text()
     reference = text.split("## TOML reference", 1)[1].split("\n## ", 1)[0]
     rows = set(re.findall(r"^\| `(\w+)` \|", reference, flags=re.M))
-    assert rows == set(sweep._SWEEP_KEYS)
-    for table in sweep._TOP_KEYS:
+    assert rows == set(config._SWEEP_KEYS)
+    for table in config._TOP_KEYS:
         assert f"### `[{table}]`" in reference or f"### `[[{table}]]`" in reference, table
     for key in sweep.EXACT_ACCURACY_KEYS:
         assert f"`{key}`" in reference, key
