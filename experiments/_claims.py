@@ -22,8 +22,9 @@ Verdicts (:data:`VERDICTS`), each computed by :func:`judge` from the claim's num
   contradict it as support it;
 * ``inconclusive`` — no comparison supports or contradicts it: every one is within noise, at the
   bound of the metric (the cap, chance level: :attr:`Claim.bounds`; ``greater`` comparisons
-  only: two values at the same bound *are* within any tolerance of each other) or too noisy
-  for the tolerance;
+  only: two values at the same bound *are* within any tolerance of each other), cut short by a
+  cap of the method's own or resting on runs piled at a bound (a comparison's ``censored``
+  above 0: :meth:`Part.add`) or too noisy for the tolerance;
 * ``not checked`` — the data it needs are missing (no comparisons).
 
 Comparison kinds (one function each, :func:`compare`):
@@ -103,8 +104,14 @@ class Part:
     scale: str = "linear"
     name: str = ""
 
-    def add(self, label: str, a: dict, b: dict) -> "Part":
-        self.comparisons.append({"label": label, "a": a, "b": b})
+    def add(self, label: str, a: dict, b: dict, censored: Optional[dict] = None) -> "Part":
+        """One comparison; ``censored`` (an operand read from the CSVs, like ``a`` and ``b``)
+        makes it ``at bound`` when above 0: the share of runs cut short by a cap of the
+        method's own (e.g. a per-stage cap: a truncated mean), or a flag that a side's runs
+        pile at a bound of the metric (its normal approximation fails): not evidence either
+        way."""
+        self.comparisons.append({"label": label, "a": a, "b": b,
+                                 **({"censored": censored} if censored is not None else {})})
         return self
 
 
@@ -307,8 +314,9 @@ def judge(spec: dict, tables: Tables) -> tuple[str, list[dict]]:
                 p, direction = 1.0, 0
             rows.append({"part": k, "label": c["label"], "a": a, "a_se": a_se, "b": b,
                          "b_se": b_se, "d": d, "se": se, "p": p, "direction": direction,
-                         "bound": part["kind"] == "greater" and _at_bound(
-                             a, b, spec["bounds"], spec["bound_margin"])})
+                         "bound": (part["kind"] == "greater" and _at_bound(
+                             a, b, spec["bounds"], spec["bound_margin"]))
+                         or ("censored" in c and resolve(c["censored"], tables)[0] > 0)})
             ps.append(1.0 if rows[-1]["bound"] else p)
     for row, rejected in zip(rows, holm(ps, spec["alpha"])):
         row["outcome"] = ("at bound" if row["bound"] else "undecided" if not rejected

@@ -49,7 +49,7 @@ method over all runs from the engine's moments (Cov(b, a) = (Var b + Var a − V
 that selects nothing counts as zero error in both, which leaves the ratio unchanged (every run
 selects on T40I10D100K). Every point is seeded by the engine from ``--seed`` and the point, and
 finished points are kept under ``<out>/sweep/`` and reused by a rerun. Run times are recorded by
-``benchmarks/bench_reproduce.py``, not here.
+``benchmarks/harness.py --case reproduce``, not here.
 
 Paper sizes: 10,000 runs per cell, as the paper (standard error of an MSE reduction 0.2-0.3
 points on T40I10D100K, of a mean number of answers about 0.02); the bias check re-runs one point
@@ -1299,7 +1299,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "ding2019", __doc__.splitlines()[0],
         quick="seconds: T40I10D100K, k in {2, 6, 10}, ε in {0.3, 0.7}, 1,000 runs",
         paper="the paper's grid, 10,000 runs per cell (default)",
-        trials="runs per cell (paper: 10,000; at least 2: standard errors need two runs)",
+        trials="runs per cell (paper: 10,000; at least 2: standard errors need two runs); "
+               "the bias check reruns one point with 10x as many (not with --quick)",
         out=os.path.join("results", "ding2019"), min_trials=2)
     parser.add_argument("--datasets", nargs="+", help=f"default: {' '.join(DEFAULT_DATASETS)}")
     parser.add_argument("--order", choices=("fixed", "per-run"), default="fixed",

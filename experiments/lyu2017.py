@@ -23,11 +23,27 @@ zipf (``lyu-zipf``: 1,000,000 records over 10,000 items as the slides describe, 
 values; the checks there are the paper's stated findings).
 
 Checks (``summary.md``, ``claims.csv``): every statement of Sec. 5 with the paper's number,
-ours, the tolerance and the verdict. The ranking check tests each adjacent-tier pair of each
-cell one-sided and controls the family of all pairs with Holm's step-down procedure at
-family-wise error rate 0.05 (tested on a null simulation); where ReTr-1:c^(2/3) beats EM, the
-"flat supports near the c-th item" explanation is tested on synthetic profiles that vary only
-the flatness (:func:`flatness_check`), and the summary states whether they support it.
+ours, the tolerance and the verdict; the ranking check over every adjacent-tier pair of every
+cell; where ReTr-1:c^(2/3) beats EM, the "flat supports near the c-th item" explanation tested
+on synthetic profiles that vary only the flatness (:func:`flatness_check`); Table 3 beside ours;
+the runs against the exact E[SER].
+
+**One test for every SER comparison** (the claims, the ranking check, the Table 3 comparison,
+the exact check, the flatness test; :func:`ser_z`): z = (difference of the two means) / SE,
+SE² = std_a²/n_a + std_b²/n_b (independent runs; an exact value or a paper's printed mean has
+its own SE or none), two-sided normal p-value, Holm's step-down procedure at family-wise error
+rate 0.05 over the whole family (a claim's comparisons; each check's cells). This is the
+claims protocol's own comparison (``experiments._claims.compare``), so every verdict is
+recomputable from the CSVs. SER lies in [0, 1], so a mean over n runs is asymptotically
+normal; the approximation fails where the runs pile at a bound of that support (SER mostly 0,
+rarely large: a 20-run mean then sits ~3.6 SE below its exact value without any error), so a
+mean with fewer than ``OFF_BOUND_MIN`` = 10 runs provably off the nearer bound
+(:func:`runs_off_bound`, a Cauchy-Schwarz bound from the mean, std and n) is **not evidence**
+("at bound" in the claims, "piled" in the checks), never judged by a tail it does not have.
+Not used, and why: a bootstrap needs the per-run values, which the sweep does not keep; the
+exact binomial (Hoeffding 1963) bound for [0, 1] variables cannot confirm even the paper's own
+Kosarak DPBook 0.705 ± 0.05 at 100 runs (it flags only gaps above ~0.11). Every check lists its
+comparisons with |z| > 3, significant or not, beside the number expected under normality.
 
 Runs on the sweep engine (``svtjax.sweep``): one sweep per dataset, one compilation per method
 structure, every cell seeded from ``--seed`` and the cell; finished cells are kept in
@@ -79,13 +95,10 @@ if not __package__:  # run as a script, ``python experiments/NAME.py``: import a
 from ._claims import Claim, Part, best, const, evaluate, markdown, ref
 from ._common import (  # noqa: E402
     enable_cache,
-    exact_agreement,
     experiment_parser,
     holm,
     load_available,
-    one_sided_p,
     sweep_dataset,
-    two_sided_p,
 )
 
 # The methods, in the paper's column order: label -> (registry name, parameters).
@@ -217,7 +230,7 @@ def sweep_config(config: Config, name: str, cs: Sequence[int],
                   # E[SER] by svtjax.exact beside the runs where the law is exact (SVT-S),
                   # on a coarser rule than the default: it moves E[SER] by at most ~1e-10,
                   # against standard errors of ~1e-3 for the run means it is compared with, and
-                  # takes 10-44% less time (benchmarks/bench_sweep_exact_accuracy.py)
+                  # takes less time (benchmarks/RESULTS.md, Decisions)
                   "exact": True, "exact_accuracy": dict(EXACT_ACCURACY)},
         "grid": {"epsilon": [float(e) for e in config.epsilons], "c": [int(c) for c in cs]},
         "mechanisms": [{"name": METHODS[m][0], "label": m, **METHODS[m][1]}
@@ -268,32 +281,79 @@ def run(config: Config, log=print) -> tuple[list[dict[str, Any]], dict[str, str]
 # ---------------------------------------------------------------------------------------------
 _TIERS = (("SVT-DPBook",), SVT_S, ("SVT-ReTr-1:c^(2/3)",), ("EM",))
 SATURATED = 0.005  # both SERs below this: the methods are equally perfect, order is noise
-FWER = 0.05  # family-wise error rate of the ranking check and of the Table 3 comparison
+FWER = 0.05  # family-wise error rate of every SER check (claims, ranking, Table 3, exact, flat)
+OFF_BOUND_MIN = 10  # runs provably off SER's nearer bound that a mean needs to be evidence
+SER_TEST = ("SER test (one for every comparison): z = difference of means / SE, SE² = "
+            "Σ std²/n, two-sided normal p, Holm at 0.05 over the claim's comparisons; a mean "
+            f"with fewer than {OFF_BOUND_MIN} runs provably off SER's nearer bound (0 or 1) is "
+            "not evidence (at bound)")
+LARGE_Z = 3.0  # |z| above this is listed in every check, significant or not
+
+
+def runs_off_bound(mean: float, std: float, n: int) -> float:
+    """A lower bound on the number of runs whose SER is off the bound of [0, 1] nearer the
+    mean: with y_i the runs' distances to that bound, (Σ y_i)² <= k·Σ y_i² for the k runs with
+    y_i > 0 (Cauchy-Schwarz), and Σ y_i² = (n − 1)·std² + n·ȳ², so k >= n²ȳ²/((n − 1)·std² +
+    n·ȳ²). 0 when the mean is at a bound."""
+    y = min(float(mean), 1.0 - float(mean))
+    if y <= 0.0 or n <= 0:
+        return 0.0
+    ss = (n - 1) * float(std) ** 2 + n * y * y
+    return float(n) if ss <= 0.0 else n * n * y * y / ss
+
+
+def piled(mean: float, std: float, n: int) -> bool:
+    """The runs pile at a bound of SER's support: too few are off it for the normal
+    approximation of the mean (fewer than ``OFF_BOUND_MIN``: :func:`runs_off_bound`)."""
+    return runs_off_bound(mean, std, n) < OFF_BOUND_MIN
+
+
+def ser_z(d: float, se: float) -> tuple[float, float]:
+    """(z, two-sided p) of a difference d with standard error se, the one SER test (module
+    docstring); se = 0 (exact numbers on both sides): z = ±inf, p = 0, unless d = 0 (p = 1)."""
+    if se > 0.0:
+        z = d / se
+        return z, math.erfc(abs(z) / math.sqrt(2.0))
+    return (math.copysign(math.inf, d), 0.0) if d != 0 else (0.0, 1.0)
+
+
+def large_z(items: Sequence[dict[str, Any]], label) -> list[str]:
+    """Every comparison of a family with |z| > ``LARGE_Z``, significant or not, and the count
+    expected if every z were standard normal: large standardized differences are reported,
+    not left unremarked."""
+    big = [c for c in items if math.isfinite(c["z"]) and abs(c["z"]) > LARGE_Z]
+    expected = math.erfc(LARGE_Z / math.sqrt(2.0)) * len(items)
+    head = (f"|z| > {LARGE_Z:g} in {len(big)} of {len(items)} tested comparisons "
+            f"({expected:.1f} expected if every z were standard normal)")
+    return [head + (":" if big else ".")] + [
+        f"  * {label(c)}: z = {c['z']:+.2f}, "
+        + ("significant after Holm" if c.get("rejected", c["significant"])
+           else "not significant after Holm")
+        for c in big]
 
 
 def ranking_check(rows: Sequence[dict[str, Any]], alpha: float = FWER) -> dict[str, Any]:
     """The paper's order tested on every (dataset, ε, c) cell and adjacent-tier pair.
 
     Each pair (a from a tier the paper ranks worse, b from the next better tier) is one
-    hypothesis H0: E[SER_b] <= E[SER_a] (the paper's order, ties allowed), tested one-sided with
-    z = (SER_b − SER_a)/SE, SE² = std_a²/n_a + std_b²/n_b (independent runs; normal
-    approximation of a mean over n runs). Pairs where both SERs are below ``SATURATED`` are
-    equally perfect and not tested. The family is every tested pair of the run; Holm's
-    step-down procedure (``_common.holm``) at ``alpha`` keeps the probability of calling any
-    true-order pair "reversed" below ``alpha`` whatever the number of pairs (the old check
-    called any gap above 2 SE significant, about 2.3% of the true-order pairs at the boundary,
-    with ~860 pairs). Tested on a null simulation in ``tests/test_experiment_lyu2017.py``.
+    comparison of the SER test (:func:`ser_z`, module docstring): z = (SER_b − SER_a)/SE,
+    two-sided; a significant z > 0 is a reversal of the paper's order. Pairs where both SERs are
+    below ``SATURATED`` are equally perfect, and pairs with a side whose runs pile at a bound
+    (:func:`piled`) cannot be judged by the normal approximation: neither is tested. The family
+    is every tested pair of the run; Holm's step-down procedure (``_common.holm``) at ``alpha``
+    keeps the probability of any false call below ``alpha`` whatever the number of pairs.
+    Tested on a null simulation in ``tests/test_experiment_lyu2017.py``.
 
     Returns:
-      ``{"alpha", "tested", "saturated", "reversed" (pairs out of the paper's order, any size),
-      "significant" (those Holm rejects), "pairs" (every pair: dataset, epsilon, c, worse,
-      better, ser_worse, ser_better, gap, se, z, p, significant)}``; ``worse`` is the method the
-      paper ranks worse.
+      ``{"alpha", "tested", "saturated", "piled", "reversed" (pairs out of the paper's order,
+      any size), "significant" (the reversals Holm rejects), "pairs" (every tested pair:
+      dataset, epsilon, c, worse, better, ser_worse, ser_better, gap, se, z, p, rejected (by
+      Holm, either sign), significant)}``; ``worse`` is the method the paper ranks worse.
     """
     cells: dict[tuple, dict[str, dict]] = {}
     for r in rows:
         cells.setdefault((r["dataset"], r["epsilon"], r["c"]), {})[r["method"]] = r
-    pairs, saturated = [], 0
+    pairs, saturated, piled_pairs = [], 0, 0
     for (dataset, eps, c), by in sorted(cells.items()):
         tiers = [[by[m] for m in tier if m in by] for tier in _TIERS]
         tiers = [t for t in tiers if t]
@@ -303,18 +363,21 @@ def ranking_check(rows: Sequence[dict[str, Any]], alpha: float = FWER) -> dict[s
                     if max(a["ser_mean"], b["ser_mean"]) < SATURATED:
                         saturated += 1
                         continue
+                    if any(piled(x["ser_mean"], x["ser_std"], x["trials"]) for x in (a, b)):
+                        piled_pairs += 1
+                        continue
                     gap = b["ser_mean"] - a["ser_mean"]  # > 0: out of the paper's order
                     se = math.sqrt(a["ser_std"] ** 2 / a["trials"]
                                    + b["ser_std"] ** 2 / b["trials"])
-                    z = gap / se if se > 0 else (math.inf if gap > 0 else -math.inf)
+                    z, p = ser_z(gap, se)
                     pairs.append({"dataset": dataset, "epsilon": eps, "c": c,
                                   "worse": a["method"], "better": b["method"],
                                   "ser_worse": a["ser_mean"], "ser_better": b["ser_mean"],
-                                  "gap": gap, "se": se, "z": z, "p": one_sided_p(z)})
+                                  "gap": gap, "se": se, "z": z, "p": p})
     for pair, rejected in zip(pairs, holm([p["p"] for p in pairs], alpha)):
-        pair["significant"] = rejected
+        pair["rejected"], pair["significant"] = rejected, rejected and pair["gap"] > 0
     return {"alpha": alpha, "tested": len(pairs), "saturated": saturated,
-            "reversed": [p for p in pairs if p["gap"] > 0],
+            "piled": piled_pairs, "reversed": [p for p in pairs if p["gap"] > 0],
             "significant": [p for p in pairs if p["significant"]], "pairs": pairs}
 
 
@@ -391,10 +454,11 @@ def flatness_check(config: "Config", log=print) -> dict[str, Any]:
     flat supports near the c-th item let ReTr edge ahead of EM.
 
     The conjecture predicts SER(ReTr) − SER(EM) < 0 on the flattest profiles and > 0 on the
-    steep ones. Each difference is tested both ways with Holm at ``FWER`` over all profiles; the
-    conjecture is *supported* if ReTr is significantly better on some flat profile (a <= 0.5) and
-    significantly worse on some steep one (a >= 1), with no significant difference of the other
-    sign at those ends, and *not supported* otherwise.
+    steep ones. Each difference is one comparison of the SER test (:func:`ser_z`, two-sided,
+    Holm at ``FWER`` over all profiles; a profile with a side piled at a bound of SER is not
+    tested); the conjecture is *supported* if ReTr is significantly better on some flat profile
+    (a <= 0.5) and significantly worse on some steep one (a >= 1), with no significant
+    difference of the other sign at those ends, and *not supported* otherwise.
     """
     import jax.numpy as jnp
 
@@ -423,17 +487,20 @@ def flatness_check(config: "Config", log=print) -> dict[str, Any]:
             var = max(float(total2) / n - mean * mean, 0.0) * n / max(n - 1, 1)
             key = "retr" if label.startswith("SVT-ReTr") else "em"
             row[f"{key}_ser"], row[f"{key}_se"] = mean, math.sqrt(var / n)
+            row[f"{key}_piled"] = piled(mean, math.sqrt(var), n)
         row["diff"] = row["retr_ser"] - row["em_ser"]
         row["diff_se"] = math.hypot(row["retr_se"], row["em_se"])
         rows.append(row)
         if config.verbose:
             log(f"[lyu2017] flatness c={c} a={a:g} ratio={ratio:g}: ReTr {row['retr_ser']:.4f}, "
                 f"EM {row['em_ser']:.4f}")
-    z = [r["diff"] / r["diff_se"] if r["diff_se"] > 0 else 0.0 for r in rows]
-    better = holm([one_sided_p(-x) for x in z], FWER)  # ReTr significantly better
-    worse = holm([one_sided_p(x) for x in z], FWER)  # ReTr significantly worse
-    for r, x, b, w in zip(rows, z, better, worse):
-        r["z"], r["retr_better"], r["retr_worse"] = x, b, w
+    tested = [r for r in rows if not (r["retr_piled"] or r["em_piled"])]
+    for r in rows:
+        r["z"], r["p"] = ser_z(r["diff"], r["diff_se"])
+        r["significant"] = r["retr_better"] = r["retr_worse"] = False
+    for r, rejected in zip(tested, holm([r["p"] for r in tested], FWER)):
+        r["significant"] = rejected
+        r["retr_better"], r["retr_worse"] = rejected and r["z"] < 0, rejected and r["z"] > 0
     flat = [r for r in rows if r["exponent"] <= 0.5]
     steep = [r for r in rows if r["exponent"] >= 1.0]
     supported = (any(r["retr_better"] for r in flat) and any(r["retr_worse"] for r in steep)
@@ -470,66 +537,86 @@ def local_exponent(scores, c: int) -> float:
 # Table 3 comparison (when the paper's datasets are present)
 # ---------------------------------------------------------------------------------------------
 def table3_comparison(rows: Sequence[dict[str, Any]], alpha: float = FWER) -> dict[str, Any]:
-    """Our SER beside every Table 3 cell we ran: z = (ours − paper)/SE with SE² = σ_p²/100 +
-    σ_o²/n (the paper's 100 runs, ours), two-sided, Holm at ``alpha`` over the cells compared.
-    A printed σ of 0.000 counts as 0.0005 (half its last digit)."""
-    cells = []
+    """Our SER beside every Table 3 cell we ran, by the SER test (:func:`ser_z`): z = (ours −
+    paper)/SE with SE² = σ_p²/100 + σ_o²/n (the paper's 100 runs, ours), two-sided, Holm at
+    ``alpha`` over the cells compared; a cell with either side piled at a bound of SER is not
+    compared. A printed σ of 0.000 counts as 0.0005 (half its last digit)."""
+    cells, skipped = [], 0
     for r in rows:
         p = TABLE3.get((r["dataset"], r["epsilon"], r["c"], r["method"]))
         if p is None:
             continue
+        if piled(r["ser_mean"], r["ser_std"], r["trials"]) or piled(p[0], p[1], PAPER_TRIALS):
+            skipped += 1
+            continue
         se = math.sqrt(max(p[1], 0.0005) ** 2 / PAPER_TRIALS + r["ser_std"] ** 2 / r["trials"])
-        z = (r["ser_mean"] - p[0]) / se
+        z, pv = ser_z(r["ser_mean"] - p[0], se)
         cells.append({"dataset": r["dataset"], "epsilon": r["epsilon"], "c": r["c"],
                       "method": r["method"], "paper": p[0], "paper_std": p[1],
-                      "ours": r["ser_mean"], "ours_std": r["ser_std"], "z": z,
-                      "p": two_sided_p(z)})
+                      "ours": r["ser_mean"], "ours_std": r["ser_std"], "z": z, "p": pv})
     for cell, rejected in zip(cells, holm([c["p"] for c in cells], alpha)):
         cell["significant"] = rejected
-    return {"alpha": alpha, "cells": cells,
+    return {"alpha": alpha, "cells": cells, "piled": skipped,
             "significant": [c for c in cells if c["significant"]]}
 
 
 def exact_check(rows: Sequence[dict[str, Any]], alpha: float = FWER) -> dict[str, Any]:
     """The runs' mean SER against the exact E[SER] (``svtjax.exact``, random order) of every
-    cell that has one (the SVT-S methods): :func:`experiments._common.exact_agreement`
-    (Hoeffding's bound, valid for the skewed laws of SER at the papers' 100 runs; Holm at
-    ``alpha``)."""
-    cells = [{"dataset": r["dataset"], "epsilon": r["epsilon"], "c": r["c"],
-              "method": r["method"], "mean": r["ser_mean"], "exact": r.get("exact_ser"),
-              "trials": r["trials"], "se": r["ser_std"] / math.sqrt(r["trials"])}
-             for r in rows]
-    return exact_agreement(cells, alpha)
+    cell that has one (the SVT-S methods), by the SER test (:func:`ser_z`: z = (mean − exact)
+    / (std/√n), the exact value has no error; two-sided, Holm at ``alpha`` over the cells). A
+    cell whose runs pile at a bound of SER (:func:`piled`) is not tested: its normal tail is not
+    the mean's (a skewed 20-run cell sits at z = −3.6 with no error); it is counted as piled.
+
+    Returns ``{"alpha", "cells" (tested: labels, mean, exact, trials, se, z, p, significant),
+    "piled" (the cells not tested), "significant", "max_abs_z"}``."""
+    cells, skipped = [], []
+    for r in rows:
+        exact = r.get("exact_ser")
+        if exact is None or not math.isfinite(exact) or r["trials"] < 2:
+            continue
+        cell = {"dataset": r["dataset"], "epsilon": r["epsilon"], "c": r["c"],
+                "method": r["method"], "mean": r["ser_mean"], "exact": exact,
+                "trials": r["trials"], "se": r["ser_std"] / math.sqrt(r["trials"])}
+        if piled(r["ser_mean"], r["ser_std"], r["trials"]):
+            skipped.append(cell)
+            continue
+        cell["z"], cell["p"] = ser_z(cell["mean"] - exact, cell["se"])
+        cells.append(cell)
+    for cell, rejected in zip(cells, holm([c["p"] for c in cells], alpha)):
+        cell["significant"] = rejected
+    finite = [abs(c["z"]) for c in cells if math.isfinite(c["z"])]
+    return {"alpha": alpha, "cells": cells, "piled": skipped,
+            "significant": [c for c in cells if c["significant"]],
+            "max_abs_z": max(finite, default=math.nan)}
+
+
+def _cell_label(c: dict[str, Any]) -> str:
+    return f"{c['dataset']} ε={c['epsilon']:g} c={c['c']} {c['method']}"
 
 
 def _exact_markdown(check: dict[str, Any]) -> list[str]:
     cells = check["cells"]
-    if not cells:
+    if not cells and not check["piled"]:
         return []
     bad = check["significant"]
-    methods = sorted({c["method"] for c in cells}, key=list(METHODS).index)
+    methods = sorted({c["method"] for c in cells + check["piled"]}, key=list(METHODS).index)
     lines = ["", "## Monte Carlo against the exact E[SER]", "",
-             f"{len(cells)} cells ({', '.join(methods)}) have an exact expected SER "
-             "(`svtjax.exact`, integrated over the threshold noise and the uniform item order; "
-             "the lines of the figures; quadrature error targets "
+             f"{len(cells) + len(check['piled'])} cells ({', '.join(methods)}) have an exact "
+             "expected SER (`svtjax.exact`, integrated over the threshold noise and the uniform "
+             "item order; the lines of the figures; quadrature error targets "
              f"{', '.join(f'{k} = {v:g}' for k, v in EXACT_ACCURACY.items())}, within ~1e-10 "
-             "of the default rule: `benchmarks/bench_sweep_exact_accuracy.py`). Each cell's "
-             "mean over its runs is tested against it with Hoeffding's bound for [0, 1] "
-             "variables (valid for any law of SER, which is "
-             "far from normal at these run counts; `exact_check`), Holm at family-wise error "
-             f"rate {check['alpha']:g}. The bound is conservative: at these run counts it "
-             f"flags a mean above E[SER] by more than {check['median_detectable_gap']:.3f} "
-             "(median over the cells), so it catches gross errors only; the engine's agreement "
-             "with the exact law at 10^5 runs is `benchmarks/bench_exact.py --part check`. "
-             "Largest |z| (normal approximation, for reading only) "
-             f"{check['max_abs_z']:.2f}; |z| > 3 in "
-             f"{sum(abs(c['z']) > 3 for c in cells)} of {len(cells)} cells "
-             f"({0.0027 * len(cells):.1f} expected if every mean were normal and exact); "
-             f"{len(bad)} cell(s) differ beyond Monte Carlo error"
-             + (":" if bad else " (none beyond the bound)."), ""]
-    lines += [f"* {c['dataset']} ε={c['epsilon']:g} c={c['c']} {c['method']}: runs "
-              f"{c['mean']:.4f}, exact {c['exact']:.4f}, z = {c['z']:+.1f}, p = {c['p']:.2g}"
-              for c in bad]
+             "of the default rule: `benchmarks/RESULTS.md`, Decisions). Each cell's mean over "
+             "its runs is tested against it by the SER test (z = (mean − exact)/SE, two-sided, "
+             f"Holm at family-wise error rate {check['alpha']:g} over the {len(cells)} tested "
+             f"cells; `exact_check`); {len(check['piled'])} cell(s) whose runs pile at a bound "
+             f"of SER (fewer than {OFF_BOUND_MIN} runs provably off it) are not tested. The "
+             "engine's agreement with the exact law at 10^5 runs is in `benchmarks/RESULTS.md`, "
+             f"Decisions. Largest |z| {check['max_abs_z']:.2f}; {len(bad)} cell(s) differ "
+             "beyond Monte Carlo error" + (":" if bad else "."), ""]
+    lines += [f"* {_cell_label(c)}: runs {c['mean']:.4f}, exact {c['exact']:.4f}, "
+              f"z = {c['z']:+.1f}, p = {c['p']:.2g}" for c in bad]
+    lines += [""] + large_z(cells, lambda c: f"{_cell_label(c)}: runs {c['mean']:.4f}, "
+                                             f"exact {c['exact']:.4f}")
     return lines
 
 
@@ -552,11 +639,18 @@ def _lyu(cid, words, line, quantity, tolerance, parts, rows, **kw) -> Claim:
     ran = sorted({r["dataset"] for r in rows} & set(LYU_DATASETS))
     gone = [d for d in PAPER_DATASETS if d not in ran]
     return Claim(cid, words, f"Lyu, Su, Li 2017, {kw.pop('where', 'Sec. 5, Fig. 3 / Table 3')}",
-                 f"{SEED} line {line}", quantity, tolerance,
+                 f"{SEED} line {line}", quantity, f"{tolerance}; {SER_TEST}",
                  kw.pop("covers", "Lyu's datasets run: " + (", ".join(ran) or "none")),
                  parts, excluded=kw.pop("excluded", ", ".join(gone)
                                         + (" (not available offline)" if gone else "")),
                  bounds=(0.0, 1.0), bound_margin=SATURATED, **kw)
+
+
+def _piled(*rows) -> dict:
+    """1 when any of these rows' runs pile at a bound of SER (``ser_piled``): the comparison
+    is then not evidence (the claims protocol's ``censored``)."""
+    refs = [_ser(r, "ser_piled", None) for r in rows]
+    return refs[0] if len(refs) == 1 else best(*refs)
 
 
 def _cells(rows, eps=None):
@@ -580,21 +674,23 @@ def claims(rows) -> list[Claim]:
             for a in worse:
                 for b in better:
                     order.add(f"{d} ε={e:g} c={c}: {b['method']} < {a['method']}", _ser(a),
-                              _ser(b))
+                              _ser(b), censored=_piled(a, b))
     out.append(_lyu(
         "lyu-ranking", "one can see that the ranking of the six algorithms are the same across "
         "3 datasets and 2 privacy budgets. SVT-DPBook performs the worst, followed by the four "
         "SVT-S algorithms, then by SVT-ReTr-1:c2/3, and then by EM.", 1979, "SER of each "
         "adjacent-tier pair per (dataset, ε, c)", "no pair significantly reversed and at least "
-        "one in the paper's order (z-test, Holm over every pair); both SERs below "
+        "one in the paper's order (Holm over every pair); both SERs below "
         f"{SATURATED} is at the bound; the paper's own Table 3 passes it (tested)", [order], rows))
     kos = dict(next(iter(_cells([r for r in rows if (r["dataset"], r["epsilon"], r["c"])
                                  == ("kosarak", 0.1, 50)])), (None, {}))[1])
     dp, below = Part("within", "all", tol=0.05), Part("greater", "none against")
-    if kos:
-        dp.add("DPBook", _ser(kos["SVT-DPBook"]), const(0.705))
-        for m in SVT_S:
-            below.add(m, const(0.05), _ser(kos[m]))
+    if "SVT-DPBook" in kos:
+        dp.add("DPBook", _ser(kos["SVT-DPBook"]), const(0.705),
+               censored=_piled(kos["SVT-DPBook"]))
+    for m in SVT_S:
+        if m in kos:
+            below.add(m, const(0.05), _ser(kos[m]), censored=_piled(kos[m]))
     out.append(_lyu(
         "lyu-kosarak", "on the Kosarak dataset, with ǫ = 0.1, c = 50, SVT-DPBook's SER is "
         "0.705 ... In contrast, all four SVT-S algorithms have SER less than 0.05", 1984,
@@ -606,7 +702,7 @@ def claims(rows) -> list[Claim]:
     for (d, _, c), by in _cells(rows, 0.5):
         if all(m in by for m in SVT_S):
             alloc.add(f"{d} c={c}", best(*(_ser(by[m]) for m in SVT_S[:3]), lowest=True),
-                      _ser(by["SVT-S-1:c^(2/3)"]))
+                      _ser(by["SVT-S-1:c^(2/3)"]), censored=_piled(*(by[m] for m in SVT_S)))
     out.append(_lyu(
         "lyu-alloc-0.5", "When ǫ = 0.5, our proposed allocation 1:c2/3 is clearly the best, "
         "even though for cases where the errors are quite small, occasionally 1:3 performs "
@@ -618,9 +714,11 @@ def claims(rows) -> list[Claim]:
     mean, std = Part("greater", "any", margin=-ALLOC_TOL), Part("greater", "most")
     for (d, _, c), by in _cells(rows, 0.1):
         if "SVT-S-1:c" in by and "SVT-S-1:c^(2/3)" in by:
-            mean.add(f"{d} c={c} mean", _ser(by["SVT-S-1:c^(2/3)"]), _ser(by["SVT-S-1:c"]))
+            pair = _piled(by["SVT-S-1:c^(2/3)"], by["SVT-S-1:c"])
+            mean.add(f"{d} c={c} mean", _ser(by["SVT-S-1:c^(2/3)"]), _ser(by["SVT-S-1:c"]),
+                     censored=pair)
             std.add(f"{d} c={c} std", _ser(by["SVT-S-1:c"], "ser_std", "ser_std_se"),
-                    _ser(by["SVT-S-1:c^(2/3)"], "ser_std", "ser_std_se"))
+                    _ser(by["SVT-S-1:c^(2/3)"], "ser_std", "ser_std_se"), censored=pair)
     out.append(_lyu(
         "lyu-alloc-0.1", "When ǫ = 0.1, we see that 1:c performs slightly better than 1:c2/3 "
         "in terms of average SER; however, we note that the standard deviation for 1:c is "
@@ -633,7 +731,8 @@ def claims(rows) -> list[Claim]:
     for (d, e, c), by in _cells(rows):
         if "SVT-DPBook" in by and "SVT-S-1:c^(2/3)" in by:
             improve.add(f"{d} ε={e:g} c={c}", _ser(by["SVT-DPBook"]),
-                        _ser(by["SVT-S-1:c^(2/3)"]))
+                        _ser(by["SVT-S-1:c^(2/3)"]),
+                        censored=_piled(by["SVT-DPBook"], by["SVT-S-1:c^(2/3)"]))
     out.append(_lyu(
         "lyu-interactive", "For the interactive setting, our proposed SVT-S and budget "
         "allocation optimization significantly improves upon SVT-DPBook.", 2004,
@@ -644,8 +743,10 @@ def claims(rows) -> list[Claim]:
     for (d, e, c), by in _cells(rows):
         if "EM" in by and "SVT-ReTr-1:c^(2/3)" in by:
             em.add(f"{d} ε={e:g} c={c}", best(*(_ser(by[m]) for m in by if m != "EM"),
-                                              lowest=True), _ser(by["EM"]))
-            close.add(f"{d} ε={e:g} c={c}", _ser(by["SVT-ReTr-1:c^(2/3)"]), _ser(by["EM"]))
+                                              lowest=True), _ser(by["EM"]),
+                   censored=_piled(*by.values()))
+            close.add(f"{d} ε={e:g} c={c}", _ser(by["SVT-ReTr-1:c^(2/3)"]), _ser(by["EM"]),
+                      censored=_piled(by["SVT-ReTr-1:c^(2/3)"], by["EM"]))
     out.append(_lyu(
         "lyu-em", "For the non-interactive setting, we observe that EM clearly performs best in "
         "all cases, even though SVT-ReTr with budget allocation 1:c2/3 is able to come quite "
@@ -659,7 +760,8 @@ def claims(rows) -> list[Claim]:
         p = TABLE3.get((r["dataset"], r["epsilon"], r["c"], r["method"]))
         if p is not None:
             t3.add(f"{r['dataset']} ε={r['epsilon']:g} c={r['c']} {r['method']}", _ser(r),
-                   const(p[0], max(p[1], 0.0005) / math.sqrt(PAPER_TRIALS)))
+                   const(p[0], max(p[1], 0.0005) / math.sqrt(PAPER_TRIALS)),
+                   censored=best(_piled(r), const(float(piled(p[0], p[1], PAPER_TRIALS)))))
     out.append(_lyu(
         "lyu-table3", "Table 3: Comparison of SVT-DPBook, SVT-S, SVT-ReTr and EM on selecting "
         "top-c frequent items in terms of SER.", 2588,
@@ -670,11 +772,15 @@ def claims(rows) -> list[Claim]:
 
 
 def ser_columns(r: dict[str, Any]) -> dict[str, float]:
-    """The standard errors the claims read: of the mean SER (std/√n) and of its std
-    (std/√(2(n − 1)), the normal-theory value; a rough guide for SER's skewed law)."""
+    """The columns the claims read besides the mean: the standard errors of the mean SER
+    (std/√n) and of its std (std/√(2(n − 1)), the normal-theory value), the runs provably off
+    SER's nearer bound (:func:`runs_off_bound`) and whether they are too few (``ser_piled``,
+    1 or 0: the SER test's guard)."""
     n = r["trials"]
     return {"ser_se": r["ser_std"] / math.sqrt(n),
-            "ser_std_se": r["ser_std"] / math.sqrt(2 * max(n - 1, 1))}
+            "ser_std_se": r["ser_std"] / math.sqrt(2 * max(n - 1, 1)),
+            "ser_off_bound": runs_off_bound(r["ser_mean"], r["ser_std"], n),
+            "ser_piled": float(piled(r["ser_mean"], r["ser_std"], n))}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -682,7 +788,8 @@ def ser_columns(r: dict[str, Any]) -> dict[str, float]:
 # ---------------------------------------------------------------------------------------------
 def write_csv(rows: Sequence[dict[str, Any]], path: str) -> None:
     fields = ["dataset", "epsilon", "c", "method", "ser_mean", "ser_std", "ser_se", "ser_std_se",
-              "trials", "threshold", "seconds", "exact_ser", "paper_mean", "paper_std"]
+              "ser_off_bound", "ser_piled", "trials", "threshold", "seconds", "exact_ser",
+              "paper_mean", "paper_std"]
     with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
         w.writeheader()
@@ -812,15 +919,17 @@ def _flatness_markdown(flat: dict[str, Any], rows) -> list[str]:
              "Synthetic profiles s_i = s_c·(c/i)^a (`flat_profile`) vary only the flatness a "
              "of the supports at the c-th item, at two values of s_c relative to the noise "
              f"scale c/ε (SER depends on no other scale); {flat['rows'][0]['trials']} shuffled "
-             "runs per method and profile. Holm at "
-             f"{FWER:g} over the profiles, in each direction.", "",
+             "runs per method and profile; the SER test, Holm at "
+             f"{FWER:g} over the profiles (a profile with a side piled at a bound of SER is "
+             "not tested).", "",
              "Profiles run at c/n = " + ", ".join(sorted({f"{r['c'] / r['n']:.0%}"
                                                         for r in flat["rows"]}))
              + " (the observed EM reversals sit at c/n >= 27%, local exponents 0.77-4.8).", "",
              "| c/n | a | s_c·ε/c | SER ReTr-1:c^(2/3) | SER EM | ReTr − EM (± SE) | verdict |",
              "|---|---|---|---|---|---|---|"]
     for r in flat["rows"]:
-        v = ("ReTr better" if r["retr_better"] else "ReTr worse" if r["retr_worse"] else
+        v = ("piled at a bound: not tested" if r["retr_piled"] or r["em_piled"] else
+             "ReTr better" if r["retr_better"] else "ReTr worse" if r["retr_worse"] else
              "no significant difference")
         parts.append(f"| {r['c'] / r['n']:.0%} | {r['exponent']:g} | {r['ratio']:g} | "
                      f"{r['retr_ser']:.4f} | "
@@ -854,14 +963,27 @@ def report(rows, missing, config: "Config", seconds: float,
     for name, why in missing.items():
         parts.append(f"* MISSING {name}: {why}. Fetch it (`svtjax.datasets.fetch({name!r})`) "
                      "and rerun; the paper's values will appear beside ours.")
+    parts += ["", "## The SER test", "",
+              "One test for every SER comparison below and in the claims: z = (difference of "
+              "the two means) / SE, SE² = Σ std²/n (independent runs; an exact value has no "
+              "error), two-sided normal p-value, Holm's step-down procedure at family-wise "
+              f"error rate {FWER:g} over each family (a claim's comparisons, each check's "
+              "cells). SER lies in [0, 1]; where a mean's runs pile at 0 or 1 (fewer than "
+              f"{OFF_BOUND_MIN} runs provably off that bound, column `ser_piled` of ser.csv) "
+              "the normal approximation does not hold and the comparison is not evidence "
+              "('at bound', 'piled'). Large standardized differences (|z| > "
+              f"{LARGE_Z:g}) are listed for every family, significant or not."]
     parts += ["", "## Claims checked", "", markdown(table)]
+    parts += ["", "Claims' comparisons: " + "\n".join(
+        large_z(_claim_comparisons(config.out), lambda c: f"{c['id']}: {c['label']}"))]
     parts += ["", "## Ranking check (paper: DPBook worst, then SVT-S, then SVT-ReTr-1:c^(2/3), "
               "then EM)", "",
-              f"Each adjacent-tier pair of each (dataset, ε, c) cell is a one-sided test of the "
-              f"paper's order (z = gap / SE); the family of all {ranking['tested']} tested pairs "
-              f"is controlled by Holm's step-down procedure at family-wise error rate "
-              f"{ranking['alpha']:g} ({ranking['saturated']} pairs with both SER < {SATURATED} "
-              f"not tested). {len(ranking['reversed'])} pairs are out of order, "
+              f"Each adjacent-tier pair of each (dataset, ε, c) cell is one comparison of the "
+              f"SER test (z = gap / SE, gap > 0: out of the paper's order); the family of all "
+              f"{ranking['tested']} tested pairs is controlled by Holm at family-wise error "
+              f"rate {ranking['alpha']:g} ({ranking['saturated']} pairs with both SER < "
+              f"{SATURATED} and {ranking['piled']} with a side piled at a bound not tested). "
+              f"{len(ranking['reversed'])} pairs are out of order, "
               f"{len(ranking['significant'])} significantly:", ""]
     for p in ranking["significant"]:
         parts.append(f"* {p['dataset']} ε={p['epsilon']:g} c={p['c']}: {p['better']} "
@@ -869,19 +991,43 @@ def report(rows, missing, config: "Config", seconds: float,
                      f"z = {p['z']:.1f}, p = {p['p']:.2g} — {_explain(p, flat)}")
     if not ranking["significant"]:
         parts.append("* none")
+    parts += [""] + large_z(ranking["pairs"], lambda p: (
+        f"{p['dataset']} ε={p['epsilon']:g} c={p['c']}: {p['better']} "
+        f"({p['ser_better']:.4f}) vs {p['worse']} ({p['ser_worse']:.4f})"))
     if flat:
         parts += _flatness_markdown(flat, [p for p in ranking["significant"]
                                            if p["better"] == "EM"])
-    if t3["cells"]:
+    if t3["cells"] or t3["piled"]:
         parts += ["", f"## Table 3 cells differing beyond Monte Carlo error (Holm at "
-                  f"{t3['alpha']:g}, {len(t3['cells'])} cells)", ""]
+                  f"{t3['alpha']:g}, {len(t3['cells'])} cells; {t3['piled']} with a side piled "
+                  "at a bound of SER not compared)", ""]
         parts += [f"* {c['dataset']} ε={c['epsilon']:g} c={c['c']} {c['method']}: paper "
                   f"{c['paper']:.3f} ± {c['paper_std']:.3f}, ours {c['ours']:.3f} ± "
                   f"{c['ours_std']:.3f}, z = {c['z']:+.1f}" for c in t3["significant"]] or [
                       "* none"]
+        parts += [""] + large_z(t3["cells"], lambda c: f"{_cell_label(c)}: paper "
+                                                       f"{c['paper']:.3f}, ours {c['ours']:.3f}")
     parts += _exact_markdown(exact_check(rows, config.alpha))
     parts += ["", "## SER: paper's Table 3 beside ours", "", table3_markdown(rows), ""]
     return "\n".join(parts)
+
+
+def _claim_comparisons(out: str) -> list[dict[str, Any]]:
+    """The claims' comparisons as written (``claims_comparisons.csv``), with z = d/se and
+    whether Holm rejected them (at bound: not tested), for :func:`large_z`."""
+    path = os.path.join(out, "claims_comparisons.csv")
+    if not os.path.exists(path):
+        return []
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    got = []
+    for r in rows:
+        d, se = float(r["d"]), float(r["se"])
+        if r["outcome"] == "at bound" or not (math.isfinite(d) and se > 0):
+            continue
+        got.append({"id": r["id"], "label": r["label"], "z": d / se,
+                    "significant": r["outcome"] in ("supports", "contradicts")})
+    return got
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

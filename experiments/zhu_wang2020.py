@@ -32,8 +32,13 @@ Methods (all Algorithm 2 with RESAMPLE unless stated):
   (log(1 + k_max), k_max = L) and Proposition 10 (margin T), c rounds composed (RDP), Lemma 3;
   uncapped: Proposition 10 alone;
 * stage-wise Gaussian-SVT (``stagewise-svt``, Algorithm 3, RESAMPLE = False): c′ searched
-  over ⌊√c⌋ and the powers of 2 up to c (the smallest σ1 calibrated to (ε, δ): the paper's
-  Remark after Theorem 13 asks for such a search), per-stage cap k′ = min(L, 4 c′ E[K])
+  over ⌊√c⌋ and the powers of 2 up to c, δ′ over :func:`delta_prime_grid` (refined between its
+  points by the accounting), the pair with the smallest σ1 calibrated to (ε, δ) (the paper's
+  Remark after Theorem 13: "minimize the bound numerically over the parameters c′, δ′", c′
+  "as large as possible"); ``fig1_lengths.csv`` reports c′, k′, the δ′ of the optimum, the
+  bound's route and the per-stage censoring (``stage_capped``: the share of runs with a stage
+  ended at k′ before its c′ ⊤, which makes the cell no evidence for the claim;
+  ``stage_capped_share``: the share of stages so ended), per-stage cap k′ = min(L, 4 c′ E[K])
   rounded up to a power of 2, E[K] that of the calibrated Gaussian-SVT (svtjax's choice: the
   paper says only that k_max "needs to be chosen carefully"), Theorem 12 with the optimal
   composition of Kairouz et al.
@@ -297,7 +302,8 @@ def calibrate_fig1(c: int, threshold: float, epsilon: float, delta: float, k_max
         return svtjax.get("stagewise-svt", **stagewise_params(s, c_stage))
 
     # the paper's Remark after Theorem 13: search c′ (here ⌊√c⌋ and every power of 2 up to c)
-    # for the tightest bound, i.e. the smallest σ1 calibrated to (ε, δ)
+    # and δ′ for the tightest bound, i.e. the smallest σ1 calibrated to (ε, δ); δ′ is searched
+    # inside ε(δ) (stagewise_svt_guarantee: the span of delta_prime_grid, refined)
     # (a coarse calibration per candidate, then the chosen one to 1e-4)
     found = {}
     for c_stage in sorted({max(1, math.isqrt(c)), c, *(2 ** i for i in range(c.bit_length()))}):
@@ -311,10 +317,48 @@ def calibrate_fig1(c: int, threshold: float, epsilon: float, delta: float, k_max
     out[FIG1_METHODS[4]] = dict(mech=mech, params=stagewise_params(s1, c_stage), scale=s1,
                                 c_stage=c_stage, k_stage=k_stage,
                                 eps=mech.privacy().epsilon(delta), log10_uncapped=math.nan,
-                                exact_capped=math.nan, capped=True)
+                                exact_capped=math.nan, capped=True,
+                                **stagewise_delta_prime(s1, c, c_stage, k_stage, delta))
     for m in out.values():
         m["name"] = m["mech"].name
     return out
+
+
+def delta_prime_grid(c: int, c_stage: int, delta: float) -> np.ndarray:
+    """The finite grid of δ′ searched beside c′ (Theorem 12: m = ⌈c/c′⌉ stages, each
+    (ε_s(δ′), δ′)-DP, so m δ′ < δ): 26 values δ′ = (δ/m)·e^(−j), j = 0, 1, ..., 25 (the
+    first just below δ/m). The calibration's own ε(δ) (``svtjax.accounting``) minimises over
+    δ′ on the same span and refines between grid points, so it is never worse than this
+    grid's best; the grid states the search and reports where its optimum lies."""
+    m = -(-int(c) // min(int(c_stage), int(c)))
+    return (delta / m) * (1 - 1e-9) * np.exp(-np.arange(26.0))
+
+
+def stagewise_delta_prime(sigma1: float, c: int, c_stage: int, k_stage: int,
+                          delta: float) -> dict[str, Any]:
+    """Where the searched stage-wise bound's optimum lies, at the calibrated σ1: the δ′ of
+    :func:`delta_prime_grid` with the smallest Theorem 12 ε (each stage Theorems 8/11 +
+    Lemma 3 at δ′, the m stages by the optimal composition of Kairouz et al.), that ε
+    (``eps_hybrid``), the ε of the m stage RDP curves composed (``eps_rdp``, no δ′) and the
+    route the better one takes (``route``: "hybrid" or "rdp"; with one stage there is no δ′:
+    "one stage")."""
+    from svtjax import accounting as acc
+    from svtjax.noise import Gaussian
+
+    c_stage = min(int(c_stage), int(c))
+    m = -(-int(c) // c_stage)
+    stage = acc.generalized_svt_guarantee(Gaussian(sigma1), Gaussian(2 * sigma1), c_stage,
+                                          k_max=int(k_stage), resample=False)
+    if m == 1:
+        return dict(delta_prime=math.nan, eps_hybrid=math.nan,
+                    eps_rdp=stage.epsilon(delta), route="one stage")
+    grid = delta_prime_grid(c, c_stage, delta)
+    hybrid = [acc.optimal_composition(stage.epsilon(float(d)), float(d), m, delta)
+              for d in grid]
+    i = int(np.argmin(hybrid))
+    rdp = acc.compose(stage, times=m).epsilon(delta)
+    return dict(delta_prime=float(grid[i]), eps_hybrid=float(hybrid[i]), eps_rdp=float(rdp),
+                route="hybrid" if hybrid[i] < rdp else "rdp")
 
 
 # -- simulations on the sweep engine -----------------------------------------------------------
@@ -337,6 +381,59 @@ def _censored(out, scores, c, ctx):
     return done & (jnp.sum(out.answers == 1, axis=-1) < c)
 
 
+def _stages_capped(out, mech):
+    """Per run, the number of Algorithm 3 stages that ended at the per-stage cap k′_max with
+    fewer than their c̃ ⊤ (line 3), replayed from the answers: stage ℓ starts after the
+    previous one's end, ends at its c̃-th ⊤ or at its k′-th position, whichever is first
+    (``StagewiseSVT.step``); a stage cut by the end of the stream is not counted (that is
+    ``zw_censored``). Zeros for every other mechanism."""
+    import jax
+    import jax.numpy as jnp
+
+    top = (out.answers == 1).astype(jnp.int32)
+    if getattr(mech, "c_stage", None) is None or mech.k_max is None:
+        return jnp.zeros(top.shape[:-1], jnp.int32)
+    n = top.shape[-1]
+    cum = jnp.cumsum(top, axis=-1)  # ⊤ in positions 0..p
+    c, c_stage = jnp.asarray(mech.c, jnp.int32), jnp.asarray(mech.c_stage, jnp.int32)
+    c_stage = jnp.minimum(c_stage, c)
+    m = (c + c_stage - 1) // c_stage
+    k = jnp.asarray(mech.k_max, jnp.int32)
+    find = jax.vmap(lambda row, v: jnp.searchsorted(row, v, side="left"))
+
+    def stage(i, carry):
+        start, capped = carry
+        c_tilde = jnp.where(i == m - 1, c - c_stage * (m - 1), c_stage)
+        before = jnp.where(start > 0, jnp.take_along_axis(
+            cum, jnp.clip(start - 1, 0, n - 1)[:, None], axis=-1)[:, 0], 0)
+        at_top = find(cum, before + c_tilde)  # position of the stage's c̃-th ⊤ (n: none)
+        at_cap = start + k - 1
+        hit = (start < n) & (at_cap < at_top) & (at_cap < n)
+        return jnp.minimum(at_top, at_cap) + 1, capped + hit.astype(jnp.int32)
+
+    start = jnp.zeros(top.shape[:-1], jnp.int32)
+    return jax.lax.fori_loop(0, m, stage, (start, jnp.zeros_like(start)))[1]
+
+
+def _stage_capped_runs(out, scores, c, ctx):
+    """1 where some stage of the run ended at its per-stage cap k′ (stage-wise only)."""
+    del scores, c
+    return _stages_capped(out, ctx.mech) > 0
+
+
+def _stage_capped_share(out, scores, c, ctx):
+    """The share of the run's m = ⌈c/c′⌉ stages that ended at the per-stage cap k′."""
+    import jax.numpy as jnp
+
+    del scores, c
+    mech = ctx.mech
+    if getattr(mech, "c_stage", None) is None or mech.k_max is None:
+        return jnp.zeros(out.answers.shape[:-1], jnp.float32)
+    c_stage = jnp.minimum(jnp.asarray(mech.c_stage, jnp.int32), jnp.asarray(mech.c, jnp.int32))
+    m = (jnp.asarray(mech.c, jnp.int32) + c_stage - 1) // c_stage
+    return _stages_capped(out, mech) / m
+
+
 def _tops_first(t: int, out, scores, c, ctx):
     """Number of ⊤ among the first t queries."""
     import jax.numpy as jnp
@@ -355,7 +452,13 @@ def sweep_metrics(ts: Sequence[int] = ()) -> list:
     out = [sweep.Metric("zw_processed", _processed,
                         "Zhu & Wang 2020 Exp 1: queries processed before halting"),
            sweep.Metric("zw_censored", _censored,
-                        "Zhu & Wang 2020 Exp 1: 1 if still running at the end of the stream")]
+                        "Zhu & Wang 2020 Exp 1: 1 if still running at the end of the stream"),
+           sweep.Metric("zw_stage_capped", _stage_capped_runs,
+                        "Zhu & Wang 2020 Exp 1: 1 if a stage of stage-wise SVT ended at its "
+                        "per-stage cap k′ before its c′ ⊤"),
+           sweep.Metric("zw_stage_capped_share", _stage_capped_share,
+                        "Zhu & Wang 2020 Exp 1: share of stage-wise SVT's stages that ended "
+                        "at the per-stage cap k′")]
     for t in ts:
         out.append(sweep.Metric(f"zw_tops@{int(t)}", functools.partial(_tops_first, int(t)),
                                 f"Zhu & Wang 2020 Exp 2: number of ⊤ among the first {int(t)} "
@@ -376,7 +479,8 @@ def fig1_sweep(config: Config, threshold: float,
     return {"sweep": {"name": f"zhu_wang2020-fig1-T{threshold:g}", "trials": config.trials,
                       "seed": config.seed,
                       "datasets": [{"name": "binary", "n": config.stream, "positives": 0}],
-                      "metrics": ["zw_processed", "zw_censored"], "quantiles": [0.5],
+                      "metrics": ["zw_processed", "zw_censored", "zw_stage_capped",
+                                  "zw_stage_capped_share"], "quantiles": [0.5],
                       "shuffle": False, "threshold": float(threshold), "dtype": sweep_dtype()},
             "grid": {}, "mechanisms": tables}
 
@@ -406,6 +510,8 @@ def run_fig1(config: Config, log=print) -> tuple[list[dict[str, Any]], list[dict
                 length = by[f"{label} | c={c}"]["zw_processed"]
                 n = length["trials"]
                 censored = by[f"{label} | c={c}"]["zw_censored"]["mean"]
+                stage_capped = by[f"{label} | c={c}"]["zw_stage_capped"]["mean"]
+                stage_share = by[f"{label} | c={c}"]["zw_stage_capped_share"]["mean"]
                 row = dict(threshold=threshold, c=c, method=label, scale=m["scale"],
                            epsilon=m["eps"], cap=config.stream,
                            mean_length=float(length["mean"]),
@@ -414,7 +520,11 @@ def run_fig1(config: Config, log=print) -> tuple[list[dict[str, Any]], list[dict
                            exact_capped_mean=m["exact_capped"], censored=float(censored),
                            trials=n, k_max=m["params"].get("k_max"),
                            k_stage=m.get("k_stage", ""),
-                           c_stage=m.get("c_stage", ""))
+                           c_stage=m.get("c_stage", ""),
+                           delta_prime=m.get("delta_prime", ""),
+                           bound_route=m.get("route", ""),
+                           stage_capped=float(stage_capped),
+                           stage_capped_share=float(stage_share))
                 rows.append(row)
                 if config.verbose:
                     log(f"[zhu_wang2020] fig1 T={threshold:g} c={c} {label}: scale "
@@ -570,16 +680,19 @@ def claims(fig1, uncapped, fig2) -> list[Claim]:
         for c in cs:
             if c > 1:
                 part.add(f"T={t:g} c={c}", _len(t, c, FIG1_METHODS[4]),
-                         best(*(_len(t, c, m) for m in LAPLACE)))
+                         best(*(_len(t, c, m) for m in LAPLACE)),
+                         censored=ref("fig1_lengths.csv", "stage_capped", threshold=t, c=c,
+                                      method=FIG1_METHODS[4]))
     out.append(_zw(
         "zw-exp1-stagewise", "To further improve Gaussian-SVT, the stage-wise Gaussian-SVT that "
         "uses hybrid composition (Theorem 12) outperforms Laplace-SVT significantly.",
-        "Fig. 1", "mean queries processed (capped): stage-wise Gaussian-SVT minus the best "
-        "Laplace-SVT", "significantly ahead in every (T, c > 1) cell (Holm over the cells); "
-        "both at the cap is not evidence", "every T and c > 1 run", [part],
-        excluded="the paper's search over δ′ (its Remark after Theorem 13): c′ is searched "
-        "(⌊√c⌋ and the powers of 2 up to c, the smallest calibrated σ1), δ′ is the "
-        "accounting's", **capped))
+        "Fig. 1", "mean queries processed (capped): stage-wise Gaussian-SVT, at the best "
+        "searched parameters (c′ over ⌊√c⌋, the powers of 2 up to c and c; δ′ over "
+        "(δ/m)·e^(−j), j = 0..25, refined between grid points; the pair with the smallest "
+        "calibrated σ1), minus the best Laplace-SVT", "significantly ahead in every (T, c > 1) "
+        "cell (Holm over the cells); both at the cap is not evidence, nor is a cell where some "
+        "stage-wise run ended a stage at its per-stage cap k′ (a mean cut short by a cap of "
+        "the method's own: column stage_capped)", "every T and c > 1 run", [part], **capped))
     parts = []
     for other, name in ((LAPLACE[1], "CDP"), (LAPLACE[0], "standard")):
         part = Part("greater", "all", margin=0.02, name=name)
@@ -682,7 +795,14 @@ def claim_notes(fig1, uncapped, fig2) -> dict[str, str]:
         "zw-exp1-gauss-capped": "each Gaussian round pays Theorem 8 (1)'s log(1 + k_max) or "
         "Proposition 10's term, growing with the cap and T²/σ1²; the paper's k_max and stream "
         "length (Appendix G) are not in its text",
-        "zw-exp1-stagewise": "Theorem 12 saves over basic composition only with many stages",
+        "zw-exp1-stagewise": "Theorem 12 saves over basic composition only with many stages; "
+        "searched parameters and per-stage censoring (c′, k′, δ′, bound route, runs with a "
+        "stage ended at k′, share of stages ended at k′): " + ("; ".join(
+            f"T={r['threshold']:g} c={r['c']}: c′ {r['c_stage']}, k′ {r['k_stage']}, δ′ "
+            + (f"{r['delta_prime']:.2g}" if isinstance(r["delta_prime"], float)
+               and math.isfinite(r["delta_prime"]) else "—")
+            + f", {r['bound_route']}, {r['stage_capped']:.2f}, {r['stage_capped_share']:.2f}"
+            for r in fig1 if r["method"] == FIG1_METHODS[4] and r["c"] > 1) or "—"),
         "zw-exp2-constant": "Gaussian-SVT's bound is Theorem 8 (1) with the cap k_max = t "
         "(log(1 + t) grows with t) or Proposition 10; active: " + (", ".join(
             f"{v} from t = {min(t for t in an['queries'] if an['active'][t] == v)}"
@@ -847,6 +967,23 @@ def summary_markdown(fig1, uncapped, fig2, config: Config, seconds: float, table
                      f"{r['epsilon']:.4g} | {r['mean_length']:.1f} ± {r['se_length']:.1f} | "
                      f"{'—' if not math.isfinite(ex) else f'{ex:.1f}'} | "
                      f"{r['censored']:.2f} |")
+    lines += ["", "## Exp 1: stage-wise Gaussian-SVT's searched parameters and per-stage "
+              "censoring", "",
+              "c′ and δ′ searched (the smallest calibrated σ1; δ′ the best of "
+              "`delta_prime_grid` at that σ1, '—' with one stage), k′ the per-stage cap, the "
+              "route of the better bound (Theorem 12 hybrid or the stages' RDP composed), the "
+              "share of runs with a stage ended at k′ before its c′ ⊤ (such a cell is no "
+              "evidence for the stage-wise claim) and the share of stages so ended.", "",
+              "| T | c | c′ | k′ | δ′ | route | σ1 | runs with a stage at k′ | stages at k′ |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for r in fig1:
+        if r["method"] != FIG1_METHODS[4]:
+            continue
+        dp = r["delta_prime"]
+        lines.append(f"| {r['threshold']:g} | {r['c']} | {r['c_stage']} | {r['k_stage']} | "
+                     + (f"{dp:.3g}" if isinstance(dp, float) and math.isfinite(dp) else "—")
+                     + f" | {r['bound_route']} | {r['scale']:.4g} | {r['stage_capped']:.2f} | "
+                     f"{r['stage_capped_share']:.3f} |")
     lines += ["", "## Exp 1, uncapped: exact mean c·E[K] (log10)", "",
               "| T | c | method | noise scale | ε(δ) | log10 mean length |",
               "|---|---|---|---|---|---|"]
@@ -873,10 +1010,13 @@ def summary_markdown(fig1, uncapped, fig2, config: Config, seconds: float, table
         "cap (what this experiment did before) compares a quantity no calibrated mechanism has.",
         "* Gaussian-SVT's accounting: the pointwise minimum of Theorem 8 (1) (with the cap) and "
         "Proposition 10 (margin T, non-negative queries), composed over the c rounds in RDP.",
-        "* Stage-wise Gaussian-SVT: c′ searched over ⌊√c⌋ and the powers of 2 up to c (the "
-        "smallest σ1 calibrated to (ε, δ); the paper's Remark after Theorem 13), k′ = min(L, "
-        "4c′E[K]) rounded up to a power of 2, Theorem 12 with the optimal advanced composition "
-        "(Kairouz et al.); the c′ and k′ chosen are in fig1_lengths.csv.",
+        "* Stage-wise Gaussian-SVT: c′ searched over ⌊√c⌋ and the powers of 2 up to c, δ′ "
+        "over (δ/m)·e^(−j), j = 0..25, refined between grid points (the smallest σ1 "
+        "calibrated to (ε, δ); the paper's Remark after Theorem 13), k′ = min(L, 4c′E[K]) "
+        "rounded up to a power of 2 (not searched: the paper only says it 'needs to be chosen "
+        "carefully'), Theorem 12 with the optimal advanced composition (Kairouz et al.); the "
+        "c′, k′, δ′ chosen and the per-stage censoring are in fig1_lengths.csv and the "
+        "stage-wise table above; a cell with a stage ended at k′ is no evidence for the claim.",
         "* Exp 2's cap for Gaussian-SVT is k_max = t, the length screened so far (the "
         "smallest cap valid for the run): its Theorem 8 (1) term log(1 + t) grows with t, so "
         "the ratio to Laplace-SVT's ε cannot be constant while that bound is the active one; "

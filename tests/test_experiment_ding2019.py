@@ -2,6 +2,7 @@
 
 import csv
 import math
+import os
 import runpy
 import sys
 
@@ -278,3 +279,24 @@ def test_bias_check_reruns_the_farthest_point(tmp_path):
     assert "120 fresh runs" in text
     assert ding2019.bias_check(config, rows[:1], log=lambda *a: None) is None
     assert ding2019.bias_check(ding2019.Config(bias_factor=0), rows) is None
+
+
+def test_fig1_k_ticks_are_integers(tiny, tmp_path, monkeypatch):
+    """Issue 59 item 16: Figure 1's x-axis is k, an integer: at k = 2, 4 the default locator
+    put ticks at 2.5 and 3.5. Every tick inside the drawn range of both panels is an integer
+    (and there are at least two)."""
+    from matplotlib.figure import Figure
+
+    _, results, _, _, _ = tiny
+    saved = {}
+    real = Figure.savefig
+    monkeypatch.setattr(Figure, "savefig", lambda fig, path, **kw: (
+        saved.__setitem__(os.path.basename(str(path)), fig), real(fig, path, **kw)))
+    ding2019.plot(results, str(tmp_path))
+    fig = saved["fig1_t40i10d100k.png"]
+    for ax in fig.axes:
+        lo, hi = ax.get_xlim()
+        ticks = [t for t in ax.get_xticks() if lo <= t <= hi]
+        assert len(ticks) >= 2 and all(float(t).is_integer() for t in ticks), ticks
+        assert all(label.get_text() in ("", str(int(t))) or label.get_text().lstrip("−-")
+                   .isdigit() for t, label in zip(ax.get_xticks(), ax.get_xticklabels()))

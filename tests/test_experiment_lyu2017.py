@@ -71,46 +71,102 @@ def test_tolerances_pass_the_papers_own_table3(tmp_path):
 
 
 def test_exact_check_flags_a_run_mean_off_its_exact_value():
-    """Hoeffding's bound p = 2·exp(−n·KL(mean ‖ E[SER])), valid for any [0, 1] law, Holm over
-    the cells: a skewed cell that the normal approximation would flag (z = −3.6 at 20 runs,
-    the quick run's lyu-zipf SVT-S-1:3) is consistent; a mean far off is not."""
+    """The SER test (normal z, Holm over the cells) with its guard: a skewed cell that the
+    normal approximation would flag without any error (z = −3.6 at 20 runs, the quick run's
+    lyu-zipf SVT-S-1:3: only ~8 runs provably off 0) is piled and not tested; a mean far off
+    is flagged; a cell 3.2 SE off at 100 well-spread runs is flagged (the old Hoeffding bound
+    flagged only gaps above ~0.11 and missed it)."""
     def row(mean, std, exact, c, trials=100):
         return dict(dataset="d", epsilon=0.5, c=c, trials=trials, method="SVT-S-1:1",
                     ser_mean=mean, ser_std=std, exact_ser=exact)
 
-    rows = [row(0.0075, 0.0093, 0.0162, 25, trials=20),  # skewed: |z| 3.6, consistent
+    rows = [row(0.0075, 0.0093, 0.0162, 25, trials=20),  # skewed: |z| 3.6, piled
             row(0.30, 0.05, 0.60, 50),                     # off by 0.3 at 100 runs
-            row(0.0, 0.0, 0.001, 75),                      # 100 zeros, E = 0.001
-            row(0.0, 0.0, 0.2, 100),                       # 100 zeros, E = 0.2: p = 2·0.8^100
+            row(0.0, 0.0, 0.001, 75),                      # 100 zeros: piled
+            row(0.30, 0.10, 0.30 + 0.032, 100),            # 3.2 SE below
             row(0.5, 0.1, None, 125)]                      # no exact value: not a cell
     check = lyu2017.exact_check(rows)
-    assert [c["c"] for c in check["cells"]] == [25, 50, 75, 100]
-    assert abs(check["cells"][0]["z"]) > 3.5
+    assert [c["c"] for c in check["cells"]] == [50, 100]
+    assert [c["c"] for c in check["piled"]] == [25, 75]
     assert [c["c"] for c in check["significant"]] == [50, 100]
-    assert check["cells"][3]["p"] == pytest.approx(2 * 0.8 ** 100)
-    assert check["cells"][2]["p"] == 1.0
+    assert check["cells"][1]["z"] == pytest.approx(-3.2)
+    assert check["cells"][1]["p"] == pytest.approx(math.erfc(3.2 / math.sqrt(2)))
     text = "\n".join(lyu2017._exact_markdown(check))
     assert "2 cell(s) differ" in text and "c=100" in text and "c=75" not in text
+    assert "2 cell(s) whose runs pile" in text
+    assert "|z| > 3 in 2 of 2 tested comparisons" in text
+
+
+def test_runs_off_bound_is_a_lower_bound():
+    """The guard's count never exceeds the runs actually off SER's nearer bound (sampled
+    skewed laws, both bounds), and equals n when every run sits at one value off the bound."""
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        n = int(rng.integers(5, 200))
+        x = np.where(rng.random(n) < rng.random(), 0.0, rng.uniform(0.0, 1.0, n))
+        if rng.random() < 0.5:
+            x = 1.0 - x
+        mean, std = float(x.mean()), float(x.std(ddof=1))
+        off = int(np.sum(x > 0)) if mean <= 0.5 else int(np.sum(x < 1))
+        assert lyu2017.runs_off_bound(mean, std, n) <= off + 1e-9
+    assert lyu2017.runs_off_bound(0.3, 0.0, 40) == pytest.approx(40)
+    assert lyu2017.runs_off_bound(0.0, 0.0, 40) == 0 and lyu2017.piled(0.0, 0.0, 40)
+
+
+def test_one_ser_test_for_every_comparison(tmp_path):
+    """Issue 59 item 14: one stated test for every SER comparison. The same pair of means gives
+    the same z and two-sided p in the ranking check, the exact check, the Table 3 comparison
+    and the claims (the protocol's judge); a piled side makes it no evidence everywhere; every
+    claim's tolerance states the test."""
+    se = math.sqrt(2 * 0.1 ** 2 / 100)
+    a, b = 0.40, 0.40 + 2.5 * se  # SVT-S above DPBook by 2.5 SE: a reversal
+    rows = [dict(dataset="lyu-zipf", epsilon=0.1, c=50, trials=100, method=m, ser_mean=v,
+                 ser_std=0.1, threshold=0.0, seconds=0.0, exact_ser=None)
+            for m, v in (("SVT-DPBook", a), ("SVT-S-1:1", b))]
+    want_p = math.erfc(2.5 / math.sqrt(2))
+    (pair,) = lyu2017.ranking_check(rows)["pairs"]
+    assert pair["z"] == pytest.approx(2.5) and pair["p"] == pytest.approx(want_p)
+    exact = lyu2017.exact_check([dict(rows[1], ser_std=0.1 * math.sqrt(2), exact_ser=a)])
+    assert exact["cells"][0]["z"] == pytest.approx(2.5)
+    assert exact["cells"][0]["p"] == pytest.approx(want_p)
+    t3 = lyu2017.table3_comparison([dict(rows[0], dataset="bms-pos", ser_std=0.051,
+                                         ser_mean=0.072 + 2.5 * math.hypot(0.051, 0.051) / 10)])
+    assert t3["cells"][0]["z"] == pytest.approx(2.5)
+    assert t3["cells"][0]["p"] == pytest.approx(want_p)
+    lyu2017.write_csv(rows, str(tmp_path / "ser.csv"))
+    table = {r["id"]: r for r in evaluate(lyu2017.claims(rows), str(tmp_path))}
+    with open(tmp_path / "claims_comparisons.csv") as f:
+        (comp,) = [c for c in csv.DictReader(f) if c["id"] == "lyu-ranking"]
+    assert float(comp["p"]) == pytest.approx(want_p) and comp["outcome"] == "contradicts"
+    assert all(lyu2017.SER_TEST in r["tolerance"] for r in table.values())
+    # a piled side (SVT-S all zeros): not evidence in the claims, not tested in the checks
+    piled = [dict(rows[0]), dict(rows[1], ser_mean=0.0, ser_std=0.0)]
+    check = lyu2017.ranking_check(piled)
+    assert check["tested"] == 0 and check["piled"] == 1
+    lyu2017.write_csv(piled, str(tmp_path / "ser.csv"))
+    table = {r["id"]: r for r in evaluate(lyu2017.claims(piled), str(tmp_path))}
+    assert table["lyu-ranking"]["verdict"] == "inconclusive"
+    assert "1 at bound" in table["lyu-ranking"]["ours"]
 
 
 def test_exact_check_family_wise_error_on_skewed_runs():
     """Runs from a known, very skewed [0, 1] law (SER 0 w.p. 0.95, else Uniform(0.1, 0.5);
     mean 0.015) at 20 runs per cell: over 500 families of 16 cells the check flags a family at
-    most at rate α = 0.05 (bound: 25 + 5 SE); with the exact value claimed 10x too large
-    (0.15) at 100 runs, it flags nearly every family."""
+    most at rate α = 0.05 (bound: 25 + 5 SE); on a less piled law (0 w.p. 0.7, mean 0.09) at
+    100 runs with the exact value claimed as 0.15 (z ≈ 4) it flags nearly every family."""
     rng = np.random.default_rng(7)
 
-    def family(exact, runs):
+    def family(exact, runs, zeros=0.95):
         rows = []
         for c in range(16):
-            x = np.where(rng.random(runs) < 0.95, 0.0, rng.uniform(0.1, 0.5, runs))
+            x = np.where(rng.random(runs) < zeros, 0.0, rng.uniform(0.1, 0.5, runs))
             rows.append(dict(dataset="d", epsilon=0.5, c=c, trials=runs, method="SVT-S-1:1",
                              ser_mean=float(x.mean()), ser_std=float(x.std(ddof=1)),
                              exact_ser=exact))
         return bool(lyu2017.exact_check(rows)["significant"])
 
     assert sum(family(0.015, 20) for _ in range(500)) <= 25 + 5 * math.sqrt(500 * 0.05 * 0.95)
-    assert sum(family(0.15, 100) for _ in range(100)) >= 95
+    assert sum(family(0.15, 100, zeros=0.7) for _ in range(100)) >= 95
 
 
 def _rows(means, trials=100, std=0.05, dataset="d", eps=0.5, c=50):
@@ -119,7 +175,7 @@ def _rows(means, trials=100, std=0.05, dataset="d", eps=0.5, c=50):
 
 
 def test_ranking_check_is_holm_controlled():
-    rows = _rows({"SVT-DPBook": 0.1, "SVT-S-1:1": 0.5, "EM": 0.0})
+    rows = _rows({"SVT-DPBook": 0.1, "SVT-S-1:1": 0.5, "EM": 0.02})
     res = lyu2017.ranking_check(rows)
     assert res["tested"] == 2 and [p["better"] for p in res["significant"]] == ["SVT-S-1:1"]
     # a reversal of 2.5 SE is "significant" at 2 SE uncorrected (the old check), but not
