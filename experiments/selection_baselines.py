@@ -26,8 +26,11 @@ F1 against ε) beside SVT-Exp with the optimal correction and report-noisy-max:
   ``permute-and-flip`` and ``report-noisy-max-exp`` (c rounds at ε/c, picks removed),
   ``gumbel-top-k`` (one-shot, Gumbel noise) and ``em-peeling`` (c rounds of the exponential
   mechanism at ε/c), the last being the mechanism Gumbel top-k equals in law. (In svtjax both
-  run one Gumbel kernel, so that check exercises their parameters, k and ε/k against c and
-  ε/c, on independent seeds; the exact-law tests of the test suite check the law itself.)
+  run one Gumbel kernel, and permute-and-flip and report-noisy-max-exp one sampler
+  (``svtjax/mechanisms/_peeled.py``), because their laws are equal: the two identity claims
+  exercise the mechanisms' parameters, k and ε/k against c and ε/c, on independent seeds at
+  full size; the exact-law tests of the test suite check each law against the papers'
+  definitions.)
 
 Claims (``_claims``; ``python -m experiments.verify OUT`` recomputes them from the CSVs):
 
