@@ -59,6 +59,15 @@ from typing import Any, Optional, Sequence
 
 from ._common import holm  # Holm 1979, tested on null simulations
 
+
+def read_csv(path: str) -> list[dict]:
+    """The rows of a CSV written by an experiment. A claim's spec (every comparison's
+    references to the CSVs) is one field of ``claims.csv``, which for a claim over hundreds of
+    comparisons outgrows the csv module's default field limit (128 KiB): the limit is lifted."""
+    csv.field_size_limit(2**31 - 1)
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
 VERDICTS = ("agree", "partly", "disagree", "inconclusive", "not checked")
 KINDS = ("greater", "within")
 QUANTIFIERS = ("all", "most", "half", "any", "none against")
@@ -180,8 +189,7 @@ class Tables:
             path = os.path.join(self.directory, name)
             if not os.path.exists(path):
                 raise LookupError(f"{name} is missing from {self.directory}")
-            with open(path, newline="", encoding="utf-8") as f:
-                self._rows[name] = list(csv.DictReader(f))
+            self._rows[name] = read_csv(path)
         return self._rows[name]
 
     def value(self, r: dict) -> tuple[float, float]:

@@ -92,7 +92,7 @@ if not __package__:  # run as a script, ``python experiments/NAME.py``: import a
     __package__ = "experiments"  # noqa: A001
     import experiments  # noqa: F401,E402
 
-from ._claims import Claim, Part, best, const, evaluate, markdown, ref
+from ._claims import Claim, Part, best, const, evaluate, markdown, read_csv, ref
 from ._common import (  # noqa: E402
     enable_cache,
     experiment_parser,
@@ -1018,8 +1018,7 @@ def _claim_comparisons(out: str) -> list[dict[str, Any]]:
     path = os.path.join(out, "claims_comparisons.csv")
     if not os.path.exists(path):
         return []
-    with open(path, newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
+    rows = read_csv(path)
     got = []
     for r in rows:
         d, se = float(r["d"]), float(r["se"])

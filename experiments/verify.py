@@ -10,7 +10,6 @@ matches, 1 when a claim does not (each one named on stderr), 2 when OUT holds no
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import os
@@ -22,7 +21,7 @@ if not __package__:  # run as a script, ``python experiments/verify.py``: import
     __package__ = "experiments"  # noqa: A001
     import experiments  # noqa: F401,E402
 
-from ._claims import Tables, judge  # noqa: E402
+from ._claims import Tables, judge, read_csv  # noqa: E402
 from ._common import ArgumentParser  # noqa: E402
 
 _NUMBERS = ("a", "a_se", "b", "b_se", "d", "se", "p")
@@ -40,8 +39,7 @@ def tables_under(root: str) -> list[str]:
 
 
 def _read(path: str) -> list[dict]:
-    with open(path, newline="", encoding="utf-8") as f:
-        return list(csv.DictReader(f))
+    return read_csv(path)
 
 
 def _same_number(text: str, value: float) -> bool:

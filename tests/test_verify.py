@@ -174,3 +174,14 @@ def test_a_difference_that_cannot_be_formed_is_undecided(tmp_path):
                    kind="within", tol=0.1, scale="log")
     outcomes = [r["outcome"] for r in _read(str(tmp_path / "claims_comparisons.csv"))]
     assert outcomes == ["undecided", "contradicts"] and row["verdict"] == "disagree"
+
+
+def test_a_claim_over_many_comparisons_verifies(tmp_path, capsys):
+    """A claim's spec is one field of claims.csv; over hundreds of comparisons it outgrows the
+    csv module's default field limit (the --paper Lyu table did), and verify still reads it."""
+    values = [(0.5 + i * 1e-4, 0.01, 0.4, 0.01) for i in range(1500)]
+    _verdict(tmp_path, values)
+    csv.field_size_limit(131072)  # the default, whatever an earlier test set
+    with open(tmp_path / "claims.csv", encoding="utf-8") as f:
+        assert len(f.read()) > 131072
+    assert verify.main([str(tmp_path)]) == 0, capsys.readouterr().err

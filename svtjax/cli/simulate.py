@@ -60,20 +60,19 @@ def run_simulation(mechanisms: Sequence[str], dataset: str, epsilons: Sequence[f
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
+    """The utility table of ``svtjax simulate``: one line per (mechanism, ε), F1 with its 95%
+    interval (the sweep's rule and renderer, ``svtjax.sweep.report``)."""
+    from svtjax.sweep.report import mean_pm, render
+
     header = ["mechanism", "eps", "F1", "precision", "SER", "NCR", "picks", "evaluated", "sec"]
     lines = []
     for r in rows:
         eps = r["epsilon"]
         lines.append([r["mechanism"], f"{eps:g}" if isinstance(eps, float) else str(eps),
-                      f"{r['f1']:.3f} ± {(r['f1_ci'][1] - r['f1_ci'][0]) / 2:.3f}",
-                      f"{r['precision']:.3f}",
+                      mean_pm(r["f1"], *r["f1_ci"]), f"{r['precision']:.3f}",
                       f"{r['ser']:.3f}", f"{r['ncr']:.3f}", f"{r['picks']:.1f}",
                       f"{100 * r['evaluated']:.1f}%", f"{r['seconds']:.2f}"])
-    widths = [max(len(h), *(len(x[i]) for x in lines)) for i, h in enumerate(header)]
-    fmt = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths))  # noqa: E731
-    out = [fmt(header), fmt(["-" * w for w in widths])]
-    out += [fmt(x) for x in lines]
-    return "\n".join(out)
+    return render(header, lines)
 
 
 def command(args) -> int:

@@ -142,13 +142,25 @@ def format_table(rows: Sequence[dict], metrics: Optional[Sequence[str]] = None) 
         cells = list(ident)
         for m in metrics:
             r = ms.get(m)
-            cells.append("" if r is None else f"{r['mean']:.3f} ± {(r['ci_high'] - r['mean']):.3f}"
-                         if math.isfinite(r["ci_high"]) else f"{r['mean']:.3f}")
+            cells.append("" if r is None else mean_pm(r["mean"], r["ci_low"], r["ci_high"]))
             exact = None if r is None else r.get(f"exact_{m}")
             if isinstance(exact, (int, float)) and not isinstance(exact, bool):
                 cells[-1] += f" (exact {exact:.3f})"
         cells.append(f"{ms['_seconds']:.2f}")
         lines.append(cells)
+    return render(header, lines)
+
+
+def mean_pm(mean: float, low: float, high: float) -> str:
+    """``mean ± half-width`` of an interval (the results' ``ci_low``/``ci_high``: Student t at
+    95% for every command), or the mean alone where the interval is not finite (one trial)."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return f"{mean:.3f}"
+    return f"{mean:.3f} ± {(high - low) / 2:.3f}"
+
+
+def render(header: Sequence[str], lines: Sequence[Sequence[str]]) -> str:
+    """The one plain-text table of the command line: left-aligned columns under a rule."""
     widths = [max(len(h), *(len(x[i]) for x in lines)) for i, h in enumerate(header)]
     fmt = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths))  # noqa: E731
     return "\n".join([fmt(header), fmt(["-" * w for w in widths])] + [fmt(x) for x in lines])
