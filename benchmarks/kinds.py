@@ -207,6 +207,8 @@ def _worker(root: str) -> None:
     """A checkout's worker (``harness.py --worker ROOT``): imports the svtjax of ``root`` and
     answers one JSON command per line on stdin (``prepare`` a case: compile and time its first
     call; ``time`` it once). Only the public API, so any checkout since the registry can run."""
+    # an editable install's import hook (a meta path finder) would find its own checkout first
+    sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in type(f).__module__.lower()]
     sys.path.insert(0, root)
     import pickle
 
