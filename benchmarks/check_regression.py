@@ -31,7 +31,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: the checkout root goes on sys.path
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks import harness, machine  # noqa: E402
+from benchmarks import harness, kinds, machine  # noqa: E402
 
 N, TRIALS = 1_000, 512
 MECHANISMS = ("svt-s", "dpbook", "adaptive-svt-gap", "report-noisy-max", "noisy-top-k-gap")
@@ -63,7 +63,7 @@ BOUNDS = {
 
 
 def _headline(cfg: harness.Config, mode: str, engines: tuple) -> dict:
-    rows = harness.headline_case(harness.dataclasses.replace(cfg, engines=engines), N, TRIALS,
+    rows = kinds.headline_case(harness.dataclasses.replace(cfg, engines=engines), N, TRIALS,
                                  mode)
     return {r["engine"]: r for r in rows}
 
@@ -72,12 +72,12 @@ def _mechanisms(cfg: harness.Config) -> dict:
     fns, params, rows = {}, {}, {}
     for name in MECHANISMS:
         try:
-            params[name], fns[name] = harness.mechanism_engine(name, cfg, N, TRIALS, "fixed")
+            params[name], fns[name] = kinds.mechanism_engine(name, cfg, N, TRIALS, "fixed")
         except (LookupError, TypeError, ValueError) as err:
             rows[name] = {"status": "skipped", "reason": str(err)}
     for name, row in machine.interleaved(fns, cfg.repeats).items():
         if row.get("status") != "skipped":
-            row = harness._row("simulate", name, N, TRIALS, "fixed", params=params[name], **row)
+            row = kinds._row("simulate", name, N, TRIALS, "fixed", params=params[name], **row)
         rows[name] = row
     return rows
 

@@ -1,5 +1,9 @@
-"""The case kinds other than ``throughput`` (:mod:`benchmarks.cases`), run by
-:mod:`benchmarks.harness`: each returns the rows of one record.
+"""The case kinds (:mod:`benchmarks.cases`), run by :mod:`benchmarks.harness`: each returns the
+rows of one record.
+
+* ``throughput`` (:func:`headline_case`, :func:`mechanism_case`, :func:`rng_floor_table`) — the
+  timed engines of the headline workload, every registered mechanism and the RNG floors (the
+  harness's module docstring describes the engines; :func:`benchmarks.harness.run` runs them).
 
 * ``platform`` (:func:`platform_rows`) — the engine's per-platform block width, compaction
   factor and chunk size on the headline workload; none of them changes a number.
@@ -19,15 +23,258 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 if __package__ in (None, ""):  # run as a script (a worker): the checkout root goes on sys.path
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks import machine, workload  # noqa: E402
+from benchmarks import baselines, machine, workload  # noqa: E402
 
-__all__ = ["engine_tables", "platform_rows", "readme_test_command", "parse_output",
-           "command_rows", "checkouts_rows", "commit"]
+__all__ = ["HEADLINE_ENGINES", "SVTJAX_ENGINES", "headline_case", "mechanism_engine",
+           "mechanism_case", "rng_floor_table", "engine_tables", "platform_rows",
+           "readme_test_command", "parse_output", "command_rows", "checkouts_rows", "commit"]
+
+
+HEADLINE = workload.HEADLINE
+HEADLINE_ENGINES = ("svtjax", "svtjax-f1", "svtjax-count", "numba", "numba-count", "numba-pool",
+                    "numpy-vectorized", "rng-floor")
+"""The headline's engines (:mod:`benchmarks.harness` describes each)."""
+SVTJAX_ENGINES = ("svtjax", "svtjax-f1", "svtjax-count")
+
+
+# -- the throughput kind: rows ---------------------------------------------------------------
+def _row(engine: str, mechanism: str, n: int, trials: int, mode: str, **fields) -> dict:
+    row = {"engine": engine, "mechanism": mechanism, "n": n, "trials": trials, "mode": mode,
+           "status": "ok", "load_1m": (machine.load() or [None])[0]}
+    row.update(fields)
+    if row["status"] == "ok" and "median_s" in row:
+        med = row["median_s"]
+        row["throughput"] = row.get("draws", n * trials) / med
+        if row.get("evaluated") is not None:
+            length = row.setdefault("stream_length", n)
+            row["evaluated_fraction"] = row["evaluated"] / (length * trials)
+            row["evaluated_rate"] = row["evaluated"] / med
+    return row
+
+
+def _skipped(engine, mechanism, n, trials, mode, reason) -> dict:
+    return _row(engine, mechanism, n, trials, mode, status="skipped", reason=reason)
+
+
+def _engine(call: Callable[[], Any], summarise: Callable[[Any], dict], scale: float = 1.0):
+    """A timing function ``fn(repeats) -> row`` for :func:`benchmarks.machine.interleaved`.
+
+    Its first call is untimed (compilation) and recorded as ``first_call_s``; ``summarise``
+    turns the last output into row fields after the timed samples. ``scale`` multiplies the
+    timed samples and the counts (a baseline timed on a subset of the trials).
+    """
+    state: dict = {}
+
+    def fn(repeats: int) -> dict:
+        if "first" not in state:
+            t0 = time.perf_counter()
+            call()
+            state["first"] = time.perf_counter() - t0  # compiles: not scaled
+            state["number"] = machine.calls_per_sample(call)
+        times, out, number = machine.timed(call, repeats, number=state["number"])
+        row = {"times_s": [t * scale for t in times], "first_call_s": state["first"],
+               "calls_per_sample": number}
+        row.update(summarise(out))
+        if scale != 1.0 and row.get("evaluated") is not None:
+            row["evaluated"] = int(round(row["evaluated"] * scale))
+        return row
+
+    return fn
+
+
+def _picks_summary(picks, halts, scores, c, trials) -> dict:
+    import numpy as np
+
+    picks = np.asarray(picks)
+    f1, ser = workload.selection_metrics(picks, scores, c)
+    return {"evaluated": int(np.asarray(halts, np.int64).sum()),
+            "tops_per_trial": float((picks >= 0).sum()) / trials, "f1_mean": f1,
+            "ser_mean": ser}
+
+
+# -- the headline ----------------------------------------------------------------------------
+
+def _svtjax_engines(mech, q, threshold, trials, shuffle, seed, c) -> dict:
+    import jax
+    import jax.numpy as jnp
+
+    import svtjax
+
+    run = dict(trials=trials, seed=seed, shuffle=shuffle)
+
+    post = workload.selected_and_halts(c)
+
+    def outcome_selected():
+        return jax.block_until_ready(post(svtjax.simulate(mech, q, threshold, **run)))
+
+    f1_reduce = jax.tree_util.Partial(workload.MetricReducer(c), jnp.asarray(q))
+
+    def metrics():
+        return jax.block_until_ready(svtjax.simulate(mech, q, threshold, reduce=f1_reduce,
+                                                     **run))
+
+    def counts():
+        return jax.block_until_ready(svtjax.simulate(mech, q, threshold,
+                                                     reduce=workload.count_reduce, **run))
+
+    def f1_summary(out):
+        f1, ser, halts = (float(x) for x in out)
+        return {"evaluated": int(halts), "f1_mean": f1 / trials, "ser_mean": ser / trials}
+
+    def count_summary(out):
+        evaluated, tops = (int(x) for x in out)
+        return {"evaluated": evaluated, "tops_per_trial": tops / trials}
+
+    return {
+        "svtjax": _engine(outcome_selected,
+                          lambda out: _picks_summary(out[0], out[1], q, c, trials)),
+        "svtjax-f1": _engine(metrics, f1_summary),
+        "svtjax-count": _engine(counts, count_summary),
+    }
+
+
+def _baseline_engines(cfg, q, threshold, trials, shuffle, pool) -> dict:
+    rho_scale, nu_scale = workload.svt_s_scales(cfg.epsilon, cfg.c)
+    c, seed = cfg.c, cfg.seed
+    sub = trials if cfg.baseline_max_trials is None else min(trials, cfg.baseline_max_trials)
+    scale = trials / sub
+    args = (q, threshold, rho_scale, nu_scale, c, sub, shuffle, seed)
+    engines: dict = {}
+    try:
+        baselines.numba_kernel()
+    except ImportError as err:
+        reason = f"numba is not importable ({err})"
+        skip = lambda r: {"status": "skipped", "reason": reason}  # noqa: E731
+        engines.update({"numba": skip, "numba-count": skip, "numba-pool": skip})
+    else:
+        engines["numba"] = _engine(lambda: baselines.run_numba(*args),
+                                   lambda o: _picks_summary(o[0], o[1], q, c, sub), scale)
+        engines["numba-count"] = _engine(lambda: baselines.run_numba(*args, store=False),
+                                         lambda o: {"evaluated": o[2]}, scale)
+        if pool is not None:
+            engines["numba-pool"] = _engine(lambda: pool.run(*args),
+                                            lambda o: dict(_picks_summary(o[0], o[1], q, c, sub),
+                                                           workers=pool.workers), scale)
+    if cfg.numpy:
+        engines["numpy-vectorized"] = _engine(
+            lambda: baselines.numpy_vectorized(*args),
+            lambda o: _picks_summary(o[0], o[1], q, c, sub), scale)
+    return engines
+
+
+def _floor_engine(n, trials, cfg):
+    t, b = workload.floor_shape(n, trials, cfg.floor_max_draws)
+    fn = workload.floor_timer(workload.DEFAULT_IMPL, "laplace", "array", t, b, cfg.seed)
+
+    def floor(repeats):
+        row = fn(repeats)
+        row["note"] = (f"jax.random.laplace(key, ({t}, {b * workload.BLOCK}), float32), "
+                       f"{workload.DEFAULT_IMPL}")
+        return row
+
+    return floor
+
+
+def headline_case(cfg, n: int, trials: int, mode: str, pool=None) -> list:
+    """Every engine of one headline case, timed in interleaved rounds; one row per engine."""
+    import svtjax
+
+    order = "sorted" if mode == "sorted" else "fixed"
+    shuffle = mode == "shuffle"
+    q, threshold = workload.zipf_workload(n, cfg.c, order)
+    params = workload.headline_params(cfg.epsilon, cfg.c)
+    mech = svtjax.get(HEADLINE, **params)
+    engines = _svtjax_engines(mech, q, threshold, trials, shuffle, cfg.seed, cfg.c)
+    if cfg.baselines:
+        engines.update(_baseline_engines(cfg, q, threshold, trials, shuffle, pool))
+        engines["rng-floor"] = _floor_engine(n, trials, cfg)
+    engines = {k: v for k, v in engines.items() if k in cfg.engines}
+    rows = []
+    for engine, row in machine.interleaved(engines, cfg.repeats).items():
+        mech_name = "-" if engine == "rng-floor" else HEADLINE
+        if row.get("status") == "skipped":
+            rows.append(_skipped(engine, mech_name, n, trials, mode, row["reason"]))
+            continue
+        extra: dict = {"table": "headline"}
+        if engine.startswith("svtjax"):
+            extra["params"] = params
+        if engine.startswith(("numba", "numpy")) and cfg.baseline_max_trials is not None:
+            extra["extrapolated"] = {"timed_trials": min(trials, cfg.baseline_max_trials),
+                                     "total_trials": trials,
+                                     "note": "timed on the first trials, scaled linearly"}
+        rows.append(_row(engine, mech_name, n, trials, mode, **extra, **row))
+    return rows
+
+
+# -- every mechanism -------------------------------------------------------------------------
+
+def mechanism_engine(name: str, cfg, n: int, trials: int, mode: str):
+    """``(params, fn)``: a registered mechanism with its example parameters, and a timing
+    function (for :func:`benchmarks.machine.interleaved`) of ``simulate`` with full Outcomes.
+
+    Raises:
+      LookupError, TypeError, ValueError: the mechanism cannot run this workload.
+    """
+    import jax
+    import numpy as np
+
+    import svtjax
+
+    order = "sorted" if mode == "sorted" else "fixed"
+    q, threshold = workload.zipf_workload(n, cfg.c, order)
+    params = workload.mechanism_params(name, epsilon=cfg.epsilon, c=cfg.c, n=n)
+    mech = svtjax.get(name, **params)
+
+    def call():
+        return jax.block_until_ready(svtjax.simulate(mech, q, threshold, trials=trials,
+                                                     seed=cfg.seed, shuffle=mode == "shuffle"))
+
+    def summarise(out):
+        answers = np.asarray(out.answers)
+        return {"evaluated": int((answers >= 0).sum()), "stream_length": int(answers.shape[-1]),
+                "tops_per_trial": float((answers == 1).sum()) / trials}
+
+    return params, _engine(call, summarise)
+
+
+def mechanism_case(name: str, cfg, n: int, trials: int, mode: str) -> dict:
+    """``simulate`` with full Outcomes for one registered mechanism (its example parameters)."""
+    try:
+        params, fn = mechanism_engine(name, cfg, n, trials, mode)
+    except (LookupError, TypeError, ValueError) as err:
+        return _skipped("simulate", name, n, trials, mode, str(err))
+    try:
+        row = fn(cfg.repeats)
+    except Exception as err:  # noqa: BLE001 - a failing mechanism must not stop the run
+        return _skipped("simulate", name, n, trials, mode, f"failed: {type(err).__name__}: {err}")
+    row["median_s"] = machine.median(row["times_s"])
+    row["compile_s"] = max(row["first_call_s"] - row["median_s"], 0.0)
+    return _row("simulate", name, n, trials, mode, table="mechanisms", params=params, **row)
+
+
+# -- RNG floors ------------------------------------------------------------------------------
+
+def rng_floor_table(cfg, n: int, trials: int) -> list:
+    """Every generator × distribution × keying, interleaved; one row each (rate = draws / s)."""
+    t, b = workload.floor_shape(n, trials, cfg.floor_max_draws)
+    fns = {f"{impl}/{dist}/{form}": workload.floor_timer(impl, dist, form, t, b, cfg.seed)
+           for impl in cfg.floor_impls for dist in workload.DISTS for form in workload.FORMS}
+    rows = []
+    for name, row in machine.interleaved(fns, cfg.repeats).items():
+        impl, dist, form = name.split("/")
+        if row.get("status") == "skipped":
+            rows.append({"impl": impl, "dist": dist, "form": form, "status": "skipped",
+                         "reason": row["reason"]})
+            continue
+        row = dict(row, status="ok", rate=row["draws"] / row["median_s"],
+                   load_1m=(machine.load() or [None])[0])
+        rows.append(row)
+    return rows
 
 
 # -- the platform kind -----------------------------------------------------------------------

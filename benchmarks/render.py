@@ -12,11 +12,72 @@ import json
 from pathlib import Path
 from typing import Optional, Sequence
 
-__all__ = ["tables", "load_records", "latest", "write_results_md", "render_results_md",
-           "fmt_rate"]
+from benchmarks import kinds, workload
+
+__all__ = ["headline", "RATIOS", "tables", "load_records", "latest", "write_results_md",
+           "render_results_md", "fmt_rate"]
 
 GPU_TARGET = 0.25
 """Issue 19's GPU acceptance: at least this fraction of the physical limit at >= 10^5 trials."""
+
+
+# -- the headline summary of a throughput record ----------------------------------------------
+
+def _find(results, engine, n, trials, mode) -> Optional[dict]:
+    for r in results:
+        if (r["engine"], r["n"], r["trials"], r["mode"]) == (engine, n, trials, mode) and (
+                r["status"] == "ok" and r.get("table", "headline") == "headline"):
+            return r
+    return None
+
+
+def _ratio(a: Optional[dict], b: Optional[dict]) -> Optional[float]:
+    return None if a is None or b is None else a["throughput"] / b["throughput"]
+
+
+RATIOS = (("svtjax", "numba"), ("svtjax", "numba-pool"), ("svtjax-f1", "numba"),
+          ("svtjax-f1", "numba-pool"), ("svtjax-f1", "svtjax"), ("svtjax-count", "numba-count"),
+          ("svtjax", "numpy-vectorized"))
+
+
+def headline(record: dict) -> list:
+    """Per headline case: every engine's throughput, the ratios of :data:`RATIOS`, the RNG
+    floor and each engine's fraction of the physical limit (evaluated rate / floor rate)."""
+    results = record["results"]
+    rows = []
+    cases = []
+    for r in results:
+        key = (r["n"], r["trials"], r["mode"])
+        if r.get("table") == "headline" and key not in cases:
+            cases.append(key)
+    floors = {(f["impl"], f["dist"], f["form"]): f for f in record.get("rng_floors", [])
+              if f.get("status") == "ok"}
+    block_floor = floors.get((workload.DEFAULT_IMPL, "laplace", "block"))
+    for n, trials, mode in cases:
+        found = {e: _find(results, e, n, trials, mode) for e in kinds.HEADLINE_ENGINES}
+        # the fraction of the stream read, from the first svtjax engine that ran
+        head = next((found[e] for e in kinds.SVTJAX_ENGINES if found[e] is not None), None)
+        floor = found["rng-floor"]
+        row = {"n": n, "trials": trials, "mode": mode,
+               "evaluated_fraction": None if head is None else head.get("evaluated_fraction"),
+               "throughput_of": {e: None if r is None else r["throughput"]
+                                 for e, r in found.items() if e != "rng-floor"},
+               "ratio": {f"{a}/{b}": _ratio(found[a], found[b]) for a, b in RATIOS},
+               "rng_floor_rate": None if floor is None else floor["throughput"],
+               "ratio_to_physical_limit": {}, "ratio_to_block_keyed_limit": {}}
+        if head is not None and floor is not None and head.get("evaluated_fraction"):
+            row["physical_limit"] = floor["throughput"] / head["evaluated_fraction"]
+        for e, r in found.items():
+            if r is None or e == "rng-floor" or r.get("evaluated_rate") is None:
+                continue
+            if floor is not None:
+                row["ratio_to_physical_limit"][e] = r["evaluated_rate"] / floor["throughput"]
+            if block_floor is not None:
+                row["ratio_to_block_keyed_limit"][e] = r["evaluated_rate"] / block_floor["rate"]
+        if found["svtjax"] is not None:
+            row["compile_s"] = found["svtjax"].get("compile_s")
+        rows.append(row)
+    return rows
 
 
 # -- formatting ------------------------------------------------------------------------------
