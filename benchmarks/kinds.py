@@ -353,7 +353,8 @@ def _platform_rows(spec, settings, tables, platform, log, deadline) -> list:
 # -- the command kind ------------------------------------------------------------------------
 
 _SUMMARY = re.compile(r"^=*\s*(\d+ (?:passed|failed).*) in ([0-9.]+)s\b", re.M)
-_EXIT = re.compile(r"^\s*(?:\[[^\]]*\]\s*)?(\S+): exit (-?\d+) after ([0-9.]+) s", re.M)
+_EXIT = re.compile(r"^(?:== svtjax reproduce )?\s*(?:\[[^\]]*\]\s*)?(\S+)(?: [^:\n]*)?: exit "
+                   r"(-?\d+) after ([0-9.]+) s", re.M)
 
 
 def readme_test_command(root: Path = machine.ROOT) -> str:

@@ -401,7 +401,10 @@ def test_suite_case_times_the_command_ci_runs(tmp_path):
         "summary": "1546 passed, 2 skipped, 2 warnings", "pytest_s": 267.35, "passed": 1546,
         "slowest": ["10.13s call     tests/t.py::a", "5.04s setup    tests/t.py::b"]}
     assert kinds.parse_output("pytest", "error")["pytest_s"] is None
-    lines = "[reproduce] lyu2017: exit 0 after 179.2 s\naudit: exit 1 after 12.0 s\n"
+    # the line ``svtjax reproduce all --jobs N`` prints as each experiment ends
+    lines = ("== svtjax reproduce all: 2 experiments, 2 at a time\n== svtjax reproduce lyu2017 "
+             "--paper --out results/paper/lyu2017: exit 0 after 179.2 s\nrows\n"
+             "== svtjax reproduce audit --paper: exit 1 after 12 s\n")
     assert kinds.parse_output("reproduce", lines)["experiments"] == [
         {"experiment": "lyu2017", "returncode": 0, "seconds": 179.2},
         {"experiment": "audit", "returncode": 1, "seconds": 12.0}]
