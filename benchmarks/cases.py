@@ -163,7 +163,7 @@ DECISIONS = [
     ("simulate default chunk on a CPU: the largest within the budget", "one chunk",
      "svt-s, counting reducer, 10^4x10^3: one chunk 3.8 ms, ten chunks of 100 6.4 ms (5.2 ms as "
      "ten sub-batches of one call); 10^3x10^4: 14 ms vs 19 ms", NO_RECORD),
-    ("selection cpu_chunk_bytes", "8 MiB",
+    ("engine CACHE_CHUNK_BYTES (CPU; cache-bound kernels: the selection mechanisms)", "8 MiB",
      "10^3 trials of n = 10^4 (Zipf, k = 50, counting): 132-152 ms in 8 MB chunks vs 237-245 ms "
      "as one 120 MB chunk; 10^4 trials of n = 10^3: 301-323 ms vs 389-428 ms", NO_RECORD),
     ("selection kernel vectorized=True (lax.top_k, not the peeling loop)", "on",

@@ -13,8 +13,8 @@ Reproduces Section 7 with svtjax's mechanisms and :mod:`svtjax.estimators`:
   monotonic, stops after k ⊤) and by Adaptive-Sparse-Vector-with-Gap (``adaptive-svt-gap``,
   θ = 1/(1 + k^(2/3)), runs until its budget is spent), the latter split into top and middle
   branch, with both stopping rules: svtjax's exact integer rule (default) and the authors' code's
-  running float64 budget sum (``stopping="authors"``), which stops a run one answer early when
-  the sum lands an ulp above ε − ε1 (issue 15 item 5; the per-k difference is in
+  running float64 budget sum (``adaptive-svt-gap-authors``), which stops a run one answer early
+  when the sum lands an ulp above ε − ε1 (issue 15 item 5; the per-k difference is in
   ``summary.md``); precision and F-measure of all three. This sweep runs under
   ``jax.enable_x64(True)`` (the authors' rule is a float64 sum).
 * **Figure 4**: percentage of ε left when Adaptive-Sparse-Vector-with-Gap is stopped after its
@@ -469,11 +469,11 @@ def mse_sweep(config: Config, name: str) -> dict[str, Any]:
 
 #: Figures 3-4's mechanisms: label -> sweep table. "adaptive" stops by Algorithm 2 line 15
 #: decided exactly (svtjax's default), "authors" by the authors' float64 running budget sum
-#: (``stopping="authors"``), which can stop one answer early.
+#: (``adaptive-svt-gap-authors``), which can stop one answer early.
 ADAPTIVE_TABLES = {
     "svt": {"name": "svt-s", "monotonic": True},
     "adaptive": {"name": "adaptive-svt-gap", "monotonic": True},
-    "authors": {"name": "adaptive-svt-gap", "monotonic": True, "stopping": "authors"},
+    "authors": {"name": "adaptive-svt-gap-authors", "monotonic": True},
 }
 
 
@@ -1227,8 +1227,8 @@ def _stopping_section(adaptive) -> list[str]:
              "(cmla-psu/freegap) keeps a running float64 sum and stops when it exceeds ε − ε1. "
              "When a run's answers reach 2·n_middle + n_top = 2(k − 1) exactly, the budget left "
              "is exactly ε1 (one more answer); the float sum can land an ulp above ε − ε1 there "
-             "and the authors' run stops one answer early. `adaptive-svt-gap` offers both "
-             "(`stopping='exact'`, default, or `'authors'`); both ran here (independent "
+             "and the authors' run stops one answer early. svtjax has both "
+             "(`adaptive-svt-gap` and `adaptive-svt-gap-authors`); both ran here (independent "
              "runs, so the difference has a standard error). 'float sums above' counts, among "
              "the float values the authors' sum can take at that boundary (every order of top "
              "and middle answers), those above ε − ε1: where it is 0 the rules cannot differ.",

@@ -92,34 +92,38 @@ inside the compiled chunk: the swaps then stay in the caches instead of reaching
 permutations of the whole chunk (benchmarks/RESULTS.md, Decisions)."""
 
 GROUP_TRIAL_BYTES = 16 * 2**10
-"""A shuffled chunk is grouped only while a trial's working set (``mech.working_bytes(n, 4,
-True)``: its Outcome buffers and its random order) takes at most this many bytes: every group
+"""A shuffled chunk is grouped only while a trial's working set (``svtjax.engine.working_bytes(mech,
+n, 4, True)``: its Outcome buffers and its random order) takes at most this many bytes: every group
 runs the straggler tail of its own block loop (the compaction levels past the first), whose
-per-iteration cost grouping multiplies, and full Outcomes of the groups are joined along the
-trial axis. For svt-s on Zipf with the compiled Fisher–Yates block (items read from the
-permutations) five groups were slower at n = 10^4 (32 KiB a trial), about even at n = 3,000
-(10 KiB) and faster at n = 1,000 (4 KiB); the bound lies between (benchmarks/RESULTS.md,
-Decisions)."""
+per-iteration cost grouping multiplies, and full Outcomes of the groups are joined along the trial
+axis. For svt-s on Zipf with the compiled Fisher–Yates block (items read from the permutations) five
+groups were slower at n = 10^4 (32 KiB a trial), about even at n = 3,000 (10 KiB) and faster at n =
+1,000 (4 KiB); the bound lies between (benchmarks/RESULTS.md, Decisions)."""
 
 _MIN_GROUP = 128
 """Fewer trials per group than this leave the block loop's per-iteration cost unamortised."""
 
 
-def shuffle_groups(mech, n: int, chunk: int, *, points: int = 1) -> int:
+def shuffle_groups(mech, n: int, chunk: int, *, points: int = 1,
+                   config: Optional[_engine.Platform] = None) -> int:
     """How many groups a shuffled chunk of ``chunk`` trials (of ``points`` stacked mechanisms)
     runs in, one after another inside the compiled chunk (1: not grouped): equal groups (no
     trial padded) of at least ``_MIN_GROUP`` trials, as many as the divisor of ``chunk``
-    nearest to the count whose random orders (the bytes ``shuffle=True`` adds to
-    ``mech.working_bytes``) take about ``SHUFFLE_GROUP_BYTES`` each; on a CPU only (an
-    accelerator wants the whole batch at once), and only while a trial's working set (of one
-    point) is within :data:`GROUP_TRIAL_BYTES`."""
-    if jax.default_backend() != "cpu":
+    nearest to the count whose random orders (the bytes ``shuffle=True`` adds to the trial's
+    working set, ``svtjax.engine.working_bytes``) take about ``SHUFFLE_GROUP_BYTES`` each; on a
+    CPU only (an accelerator wants the whole batch at once), and only while a trial's working
+    set (of one point) is within :data:`GROUP_TRIAL_BYTES`. ``config``: the platform (None:
+    JAX's default backend's)."""
+    if config is None:
+        config = _engine.resolve()
+    if config.name != "cpu":
         return 1
-    if mech.working_bytes(n, 4, True) > GROUP_TRIAL_BYTES:
+    shuffled = _engine.working_bytes(mech, n, 4, True, config)
+    if shuffled > GROUP_TRIAL_BYTES:
         return 1
     # what a trial's random order adds to its working set (the engine: its permutation, and an
     # items buffer unless the compiled block leaves the items in the permutation)
-    per_trial = (mech.working_bytes(n, 4, True) - mech.working_bytes(n, 4, False)) * max(points, 1)
+    per_trial = (shuffled - _engine.working_bytes(mech, n, 4, False, config)) * max(points, 1)
     if per_trial <= 0:
         return 1
     group = max(_MIN_GROUP, SHUFFLE_GROUP_BYTES // per_trial)
@@ -181,23 +185,23 @@ def plan(mech: Mechanism, n: int, trials: int, *, shuffle: bool, mode: str = "ou
          max_points: int = 1, rule: Optional[tuple] = None) -> Plan:
     """The :class:`Plan` of a run of ``trials`` trials of ``mech`` on ``n`` queries.
 
-    The chunk is the largest whose working set (``mech.working_bytes`` + ``extra_bytes`` per
-    trial, times the points batched) fits ``budget`` bytes — by default :data:`MEMORY_BUDGET`
-    on a CPU, :data:`ACCELERATOR_MEMORY_BUDGET` on an accelerator; on a CPU at most the
-    mechanism's ``cpu_chunk_bytes`` — or ``chunk_size`` rounded up to a multiple of the
-    devices. With ``block`` > 1 (a sweep merging per-trial values in blocks of that many
-    trials), the chunk is a multiple of ``block`` (a run of at most ``block`` trials: one chunk,
-    rounded up to a multiple of 8) and shared by the most devices up to ``num_devices`` that
-    divide it; up to ``max_points`` mechanisms of the same structure are stacked in a batch
-    as far as the budget allows. No choice changes a number: trial t always draws from
-    ``fold_in(root, t)``.
+    The chunk is the largest whose working set (``svtjax.engine.working_bytes``, derived from what
+    the mechanism declares, + ``extra_bytes`` per trial, times the points batched) fits ``budget``
+    bytes — by default :data:`MEMORY_BUDGET` on a CPU, :data:`ACCELERATOR_MEMORY_BUDGET` on an
+    accelerator; for a cache-bound kernel at most the platform's ``cache_chunk_bytes``
+    (``svtjax.engine.chunk_budget``) — or ``chunk_size`` rounded up to a multiple of the devices.
+    With ``block`` > 1 (a sweep merging per-trial values in blocks of that many trials), the chunk
+    is a multiple of ``block`` (a run of at most ``block`` trials: one chunk, rounded up to a
+    multiple of 8) and shared by the most devices up to ``num_devices`` that divide it; up to
+    ``max_points`` mechanisms of the same structure are stacked in a batch as far as the budget
+    allows. No choice changes a number: trial t always draws from ``fold_in(root, t)``.
     """
     platform = jax.default_backend()
+    engine = _engine.resolve(platform)
     if budget is None:
         budget = MEMORY_BUDGET if platform == "cpu" else ACCELERATOR_MEMORY_BUDGET
-    if platform == "cpu" and mech.cpu_chunk_bytes is not None:
-        budget = min(budget, mech.cpu_chunk_bytes)
-    per_trial = mech.working_bytes(n, itemsize, shuffle) + extra_bytes
+    budget = _engine.chunk_budget(mech, budget, engine)
+    per_trial = _engine.working_bytes(mech, n, itemsize, shuffle, engine) + extra_bytes
     devices = num_devices
     if chunk_size is not None:
         chunk = int(math.ceil(int(chunk_size) / num_devices) * num_devices)
@@ -209,8 +213,8 @@ def plan(mech: Mechanism, n: int, trials: int, *, shuffle: bool, mode: str = "ou
         devices = max(d for d in range(1, num_devices + 1) if chunk % d == 0)
     slots = max(1, int(budget // max(per_trial, 1)))
     points = max(1, min(max_points, slots // chunk))
-    groups = shuffle_groups(mech, n, chunk, points=points) if shuffle and devices == 1 else 1
-    engine = _engine.resolve(platform)
+    groups = (shuffle_groups(mech, n, chunk, points=points, config=engine)
+              if shuffle and devices == 1 else 1)
     return Plan(chunk=chunk, shuffle=shuffle, num_devices=devices, mode=mode,
                 points=0 if points == 1 else points, width=engine.block_width(n),
                 engine=engine, groups=groups, rule=rule)

@@ -51,9 +51,10 @@ from typing import Callable
 import numpy as np
 
 from svtjax import _validate
+from svtjax._pytree import is_concrete
 from svtjax.noise import Exponential, Gaussian, Gumbel, Laplace, Noise
 
-__all__ = ["optimal", "mean", "success_probability", "difference_cdf", "METHODS",
+__all__ = ["term", "optimal", "mean", "success_probability", "difference_cdf", "METHODS",
            "DEFAULT_MESH", "DEFAULT_TAIL"]
 
 METHODS = ("auto", "closed", "fft", "quad")
@@ -254,6 +255,26 @@ def success_probability(r, query_noise: Noise, threshold_noise: Noise, k: int,
     r = np.asarray(r, float)
     return np.exp(k * np.log(np.maximum(cdf(r + alpha), 1e-300))
                   + np.log(np.maximum(sf(r - alpha), 1e-300)))
+
+
+KINDS = ("optimal", "mean", "none")
+"""The corrections :func:`term` computes."""
+
+
+def term(kind: str, query_noise: Noise, threshold_noise: Noise, k=None, alpha: float = 0.0,
+         method: str = "auto"):
+    """Algorithm 2 line 3: the correction r of ``kind`` for the noises ν and ρ — "optimal"
+    (:func:`optimal`, with ``k``, ``alpha``, ``method``; on the host), "mean" (:func:`mean`; E[ν]
+    itself when ν's scale is traced) or "none" (0). SVT-Exp computes it once, at construction.
+    """
+    _validate.one_of("correction", kind, KINDS)
+    if kind == "none":
+        return 0.0
+    if kind == "mean":
+        if not is_concrete(query_noise):
+            return query_noise.mean
+        return mean(query_noise)
+    return optimal(query_noise, threshold_noise, k, float(alpha), method=method)
 
 
 def mean(query_noise: Noise) -> float:

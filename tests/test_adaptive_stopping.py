@@ -1,6 +1,8 @@
-"""adaptive-svt-gap's ``stopping`` option (issue 15 item 5): the exact integer stopping rule
-(default) against the authors' running float64 budget sum (cmla-psu/freegap), on common random
-numbers. Deterministic: no statistical thresholds."""
+"""The two stopping rules of Adaptive-Sparse-Vector-with-Gap (issue 15 item 5, issue 62 item 2):
+``adaptive-svt-gap``'s exact integer rule against ``adaptive-svt-gap-authors``, the authors'
+running float64 budget sum (cmla-psu/freegap), on common random numbers — the law of the
+authors' rule is the exact rule's, one answer short exactly where the float sum overshoots.
+Deterministic: no statistical thresholds."""
 
 import functools
 
@@ -46,8 +48,7 @@ def test_rules_differ_by_one_answer_exactly_where_the_float_sum_overshoots():
     assert 9 in early and 2 not in early and 0 < len(early) < len(KS)  # both outcomes occur
     for k in KS:
         exact = svtjax.get("adaptive-svt-gap", epsilon=EPS, c=k, monotonic=True)
-        authors = svtjax.get("adaptive-svt-gap", epsilon=EPS, c=k, monotonic=True,
-                             stopping="authors")
+        authors = svtjax.get("adaptive-svt-gap-authors", epsilon=EPS, c=k, monotonic=True)
         key = jax.random.key(k)
         a, b = exact(key, q, 0.0), authors(key, q, 0.0)
         na, nb = int(np.sum(a.answers == 1)), int(np.sum(b.answers == 1))
@@ -83,7 +84,7 @@ def test_rules_agree_away_from_the_boundary():
             q = rng.normal(0, 30, 200)
             kw = dict(epsilon=float(rng.uniform(0.3, 2.0)), c=k, monotonic=monotonic)
             exact = svtjax.get("adaptive-svt-gap", **kw)
-            authors = svtjax.get("adaptive-svt-gap", stopping="authors", **kw)
+            authors = svtjax.get("adaptive-svt-gap-authors", **kw)
             e2 = authors.budgets()[2]
             draws = _draws(exact, jax.random.split(jax.random.key(k), 50), q.shape[0])
             a, b = (_decide(m, draws, q) for m in (exact, authors))
@@ -104,33 +105,51 @@ def test_rules_agree_away_from_the_boundary():
 
 def test_authors_rule_needs_float64():
     with jax.enable_x64(False):
-        with pytest.raises(ValueError, match="needs float64"):
-            svtjax.get("adaptive-svt-gap", epsilon=1.0, c=3, stopping="authors")
-    with pytest.raises(ValueError, match="stopping must be one of 'exact', 'authors'"):
-        svtjax.get("adaptive-svt-gap", epsilon=1.0, c=3, stopping="float")
-    assert svtjax.mechanisms.parameters("adaptive-svt-gap")["stopping"] == "exact"
+        with pytest.raises(ValueError, match="^adaptive-svt-gap-authors .* needs float64"):
+            svtjax.get("adaptive-svt-gap-authors", epsilon=1.0, c=3)
+
+
+def test_the_authors_rule_is_its_own_mechanism():
+    """Issue 62 item 2: the authors' stopping rule is a rule of its own, registered with its own
+    reference, not an option of adaptive-svt-gap: the paper's rule keeps its block form, the
+    authors' has none (a float sum in stream order), and ``stopping`` is no parameter."""
+    assert "stopping" not in svtjax.mechanisms.parameters("adaptive-svt-gap")
+    assert (svtjax.mechanisms.parameters("adaptive-svt-gap")
+            == svtjax.mechanisms.parameters("adaptive-svt-gap-authors"))
+    with pytest.raises(TypeError, match=r"adaptive-svt-gap does not take parameter 'stopping': "
+                                        r".* is the mechanism 'adaptive-svt-gap-authors'$"):
+        svtjax.get("adaptive-svt-gap", epsilon=1.0, c=3, stopping="authors")
+    with pytest.raises(TypeError, match=r"does not take parameter\(s\) \['stopping'\]"):
+        svtjax.get("adaptive-svt-gap-authors", epsilon=1.0, c=3, stopping="authors")
+    exact = svtjax.get("adaptive-svt-gap", epsilon=1.0, c=3)
+    authors = svtjax.get("adaptive-svt-gap-authors", epsilon=1.0, c=3)
+    assert exact.has_block() and not authors.has_block()
+    assert reference.REFERENCES["adaptive-svt-gap-authors"] is not reference.REFERENCES[
+        "adaptive-svt-gap"]
+    assert "authors' stopping rule" in authors.privacy().statement
+    with pytest.raises(ValueError, match="needs a concrete c and theta"):
+        jax.jit(lambda c: svtjax.get("adaptive-svt-gap-authors", epsilon=1.0, c=c).theta)(3)
 
 
 def test_budgets_are_the_authors_floats():
-    """Under stopping="authors" the mechanism's (ε0, ε1, ε2) are bit for bit the authors'
-    (y/(1 + y), not 1 − θ: ε1 differs in the last bit at k = 6, 7, 9, 20, 21, ε = 0.7), and the
-    exact rule's budgets are unchanged."""
+    """adaptive-svt-gap-authors' (ε0, ε1, ε2) are bit for bit the authors' (y/(1 + y), not
+    1 − θ: ε1 differs in the last bit at k = 6, 7, 9, 20, 21, ε = 0.7), and the exact rule's
+    budgets are line 1's with 1 − θ."""
     for k in range(2, 25):
-        mech = svtjax.get("adaptive-svt-gap", epsilon=EPS, c=k, monotonic=True,
-                          stopping="authors")
+        mech = svtjax.get("adaptive-svt-gap-authors", epsilon=EPS, c=k, monotonic=True)
         assert tuple(map(float, mech.budgets())) == tuple(map(float, _authors_budgets(EPS, k)))
         exact = svtjax.get("adaptive-svt-gap", epsilon=EPS, c=k, monotonic=True)
         theta = 1 / (1 + k ** (2 / 3))
         assert float(exact.budgets()[1]) == (1 - theta) * EPS / k
-    assert float(svtjax.get("adaptive-svt-gap", epsilon=1.0, c=4, theta=0.3,
-                            stopping="authors").budgets()[1]) == 0.7 / 4
+    assert float(svtjax.get("adaptive-svt-gap-authors", epsilon=1.0, c=4,
+                            theta=0.3).budgets()[1]) == 0.7 / 4
 
 
 def test_authors_budget_expressions_compiled_with_fastmath():
     """The authors compile adaptive_sparse_vector with numba njit(fastmath=True), which lets
     LLVM rewrite floating-point expressions (e.g. a division as a reciprocal multiply). Their
     budget expressions compiled that way give the same floats as IEEE arithmetic on Ding'19's
-    grid (k = 2..24, ε = 0.1..1.5), so the option's IEEE floats are theirs. (Their running sum
+    grid (k = 2..24, ε = 0.1..1.5), so the rule's IEEE floats are theirs. (Their running sum
     calls numpy's random generator between additions, which keeps it sequential.)"""
     numba = pytest.importorskip("numba")
 

@@ -7,18 +7,18 @@ was vectorised by XLA differently for different chunk shapes, so lyu-alg1's SER 
 metric a sweep reports, the numbers must be bit-identical across budgets whose chunks differ,
 including chunks that do not divide the trial count."""
 
-import jax
 import numpy as np
 import pytest
 
 import svtjax
-from svtjax import _driver, sweep
+from svtjax import _driver, engine, sweep
 from svtjax.sweep import runner
 
 C = 50
 TRIALS = 4000  # the reported case: Zipf's 10^4 items, c = 50, ε = 0.1, 4,000 shuffled trials
 SIZES = (10_000, 1_000, 200)  # the first whose planned chunks differ with the budget (a
-# mechanism with a CPU chunk cap, ``cpu_chunk_bytes``, plans small chunks at 10^4 items)
+# cache-bound kernel, capped at the platform's ``cache_chunk_bytes``, plans small chunks at
+# 10^4 items)
 SLOTS = (4096, 1600, 300, 600)  # trials per budget: chunks of 4,096, 1,536 and 256 where
 # nothing caps them (1,536 and 256 do not divide 4,000; on the old code only the largest chunk
 # changed a trial's SER, in about one trial in 300); under a cap the largest budget is the cap's
@@ -42,10 +42,8 @@ def _plan(name):
         point = sweep.expand(sweep.load_config(_raw(name, n, 1.0)))[0]
         mech = point.build()
         per_trial = runner._bytes_per_trial(mech, n, 4, True, point.c, len(METRICS))
-        cap = mech.cpu_chunk_bytes if jax.default_backend() == "cpu" else None
         budgets = [per_trial * slots for slots in SLOTS]
-        if cap is not None:
-            budgets[0] = min(budgets[0], cap)
+        budgets[0] = engine.chunk_budget(mech, budgets[0])  # a cache-bound kernel's CPU cap
         by_chunk = {}
         for b in budgets:
             chunk = _driver.plan(mech, n, TRIALS, shuffle=True, mode="values", budget=b,

@@ -250,8 +250,7 @@ def test_boundary_overshoot_matches_the_mechanism():
     import svtjax
 
     for k in (6, 9, 20):
-        mech = svtjax.get("adaptive-svt-gap", epsilon=0.7, c=k, monotonic=True,
-                          stopping="authors")
+        mech = svtjax.get("adaptive-svt-gap-authors", epsilon=0.7, c=k, monotonic=True)
         assert ding2019.authors_budgets(0.7, k) == tuple(map(float, mech.budgets()))
 
 

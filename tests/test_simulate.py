@@ -231,10 +231,11 @@ def test_shuffle_groups_are_equal_cache_sized_small_trials_and_cpu_only(monkeypa
     # n = 10^4: the order adds an int16 permutation (10,048 entries; with the compiled block
     # the trials' items are read from it, without it an int32 items buffer of 10^4 too), and a
     # trial's working set (32 KiB; 76 KiB) is above the bound: not grouped
-    extra = mech.working_bytes(10_000, 4, True) - mech.working_bytes(10_000, 4, False)
+    size = functools.partial(svtjax.engine.working_bytes, mech, 10_000, 4)
+    extra = size(True) - size(False)
     items = 0 if svtjax._native.fisher_yates_target() else 10_000 * 4
     assert extra == 10_048 * 2 + items * 9 // 8  # buffers: 1/8 more for the compaction
-    assert mech.working_bytes(10_000, 4, True) > 16 * 2**10
+    assert size(True) > 16 * 2**10
     assert groups(mech, 10_000, 1000) == 1
     # n = 10^3: 4 KiB a trial (8 KiB), of which the order 2 KiB (6 KiB): 2,048 trials a group
     # (699), so 10^4 trials go in the nearest count of equal groups of >= 128: 5 x 2000
@@ -358,7 +359,7 @@ def test_default_chunk_fits_the_platform_memory_budget(monkeypatch):
     assert size(mech, 10_000, 1000, "cpu") == 1000  # fits 256 MiB: one chunk
     cpu = size(mech, 10_000, 100_000, "cpu")
     gpu = size(mech, 10_000, 100_000, "gpu")
-    per_trial = mech.working_bytes(10_000, 4, False)
+    per_trial = svtjax.engine.working_bytes(mech, 10_000, 4, False)
     largest = _driver.MEMORY_BUDGET // per_trial
     assert cpu * per_trial <= _driver.MEMORY_BUDGET < (largest + 1) * per_trial
     assert cpu == math.ceil(100_000 / math.ceil(100_000 / largest))  # equal chunks
@@ -368,13 +369,17 @@ def test_default_chunk_fits_the_platform_memory_budget(monkeypatch):
 
 
 def test_selection_chunks_are_cache_sized_on_a_cpu_only(monkeypatch):
-    """A mechanism's cpu_chunk_bytes caps its CPU chunk (the selection family holds whole
-    noisy streams per trial), whatever the budget; an accelerator is not capped."""
+    """A cache-bound kernel's CPU chunk is capped at the platform's cache_chunk_bytes (the
+    selection family holds whole noisy streams per trial and declares so in its Footprint),
+    whatever the budget; an accelerator is not capped."""
     mech = svtjax.get("report-noisy-max", epsilon=1.0, k=5)
     size = functools.partial(_chunk, monkeypatch=monkeypatch)
-    per_trial = mech.working_bytes(10_000, 4, False)
+    per_trial = svtjax.engine.working_bytes(mech, 10_000, 4, False)
     cpu = size(mech, 10_000, 1000, "cpu")
-    assert cpu * per_trial <= mech.cpu_chunk_bytes < 2 * cpu * per_trial
+    cap = svtjax.engine.resolve("cpu").cache_chunk_bytes
+    assert mech.footprint.cache_bound and cap == 8 * 2**20
+    assert cpu * per_trial <= cap < 2 * cpu * per_trial
     assert size(mech, 10_000, 1000, "gpu") == 1000
     assert size(mech, 10_000, 1000, "cpu", budget=2**30) == cpu
-    assert svtjax.get("svt-s", epsilon=1.0, c=5).cpu_chunk_bytes is None
+    svts = svtjax.get("svt-s", epsilon=1.0, c=5)
+    assert svtjax.engine.chunk_budget(svts, 2**30, svtjax.engine.resolve("cpu")) == 2**30

@@ -16,6 +16,7 @@ import pytest
 
 import svtjax
 from svtjax import _driver, sweep
+from svtjax.mechanisms.base import Footprint, Held, Mechanism
 from svtjax.sweep import report, runner, store
 from tests.conftest import subprocess_env
 
@@ -105,13 +106,14 @@ def test_point_seeds_depend_only_on_the_point():
     assert len(set(seeds2.values())) == len(seeds2)
 
 
-class _Sized:
-    """A mechanism as the planner sees it: 1,000 bytes a trial, no CPU cap."""
+class _Sized(Mechanism):
+    """A mechanism as the planner sees it: 1,000 bytes a trial at n = 100 (its Footprint), no
+    CPU cap."""
 
-    cpu_chunk_bytes = None
+    footprint = Footprint(held=(Held("ten bytes an item", bytes=10),))
 
-    def working_bytes(self, n, itemsize, shuffle):
-        return 1000
+    def stream_length(self, n):
+        return 0
 
 
 def _sweep_plan(trials, budget, max_points=1):

@@ -12,15 +12,18 @@ step, halting, optionally a block form); this package runs it for a batch of tri
 * :mod:`~svtjax.engine.shuffle`: the lazy Fisher–Yates shuffle (pure JAX and compiled);
 * :mod:`~svtjax.engine.loop`: the block loop with early exit and compaction, retraversal
   passes and caps, the rule vectorised or scanned;
-* :mod:`~svtjax.engine.outcome`: the compact Outcome and a trial's working memory.
+* :mod:`~svtjax.engine.outcome`: the compact Outcome;
+* :mod:`~svtjax.engine.sizing`: a trial's working memory and a chunk's budget, derived from
+  what a mechanism declares (a rule's streams and outputs; a selection kernel's
+  :class:`~svtjax.mechanisms.base.Footprint`).
 """
 
 from svtjax.engine.draws import draw, fast_block_order
 from svtjax.engine.layout import Layout
 from svtjax.engine.loop import run_draws, run_keys
-from svtjax.engine.outcome import working_bytes
 from svtjax.engine.platform import (
     BLOCK_WIDTH,
+    CACHE_CHUNK_BYTES,
     COMPACTION,
     DRAW_ONCE,
     NARROW,
@@ -37,9 +40,11 @@ from svtjax.engine.shuffle import (
     shuffle_init,
     shuffle_prefix,
 )
-from svtjax.mechanisms.base import BLOCK
+from svtjax.engine.sizing import chunk_budget, working_bytes
+from svtjax.mechanisms.base import BLOCK, Footprint, Held
 
-__all__ = ["BLOCK", "BLOCK_WIDTH", "COMPACTION", "DRAW_ONCE", "NARROW", "SHUFFLE_PREFIX",
-           "Layout", "Platform", "block_width", "compaction_factor", "draw",
+__all__ = ["BLOCK", "BLOCK_WIDTH", "CACHE_CHUNK_BYTES", "COMPACTION", "DRAW_ONCE", "Footprint",
+           "Held", "NARROW", "SHUFFLE_PREFIX", "Layout", "Platform", "block_width",
+           "chunk_budget", "compaction_factor", "draw",
            "fast_block_order", "fisher_yates_block", "fisher_yates_prefix", "perm_dtype",
            "resolve", "run_draws", "run_keys", "shuffle_init", "shuffle_prefix", "working_bytes"]

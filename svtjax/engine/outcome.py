@@ -1,4 +1,5 @@
-"""What the engine's loop returns: a batch's compact Outcome, and the memory it needs."""
+"""What the engine's loop returns: a batch's compact Outcome (its memory:
+:mod:`svtjax.engine.sizing`)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,9 @@ import jax.numpy as jnp
 
 from svtjax._core import Outcome
 from svtjax._types import Array
-from svtjax.engine.layout import Layout, layout
-from svtjax.engine.platform import Platform, resolve
-from svtjax.engine.shuffle import perm_dtype
+from svtjax.engine.layout import Layout
 
-__all__ = ["Rows", "finish", "working_bytes"]
+__all__ = ["Rows", "finish"]
 
 
 class Rows(NamedTuple):
@@ -49,23 +48,3 @@ def finish(mech, lay: Layout, rows: Rows, dtype, perm: Optional[Array] = None) -
                                items_evaluated_only=True)
     return Outcome.compact(answers, n=lay.n, dtype=dtype, items=trim(rows.items),
                            values=trim(rows.values), cost=trim(rows.cost), top_cost=top_cost)
-
-
-def working_bytes(mech, n: int, itemsize: int, shuffle: bool,
-                  config: Optional[Platform] = None) -> int:
-    """Working memory of one trial of a chunk: the buffers of its compact Outcome (answers
-    int8; items int32 when shuffled or retraversed, except where a single pass's items are
-    read from the compiled block's permutation; values and costs when the rule writes them),
-    the rows gathered when finished trials are compacted away (at most 1/8 of the batch), one
-    block of draws and, shuffled, the permutation. ``config``: the platform (None: JAX's
-    default backend's)."""
-    if config is None:
-        config = resolve()
-    lay = layout(mech, n, config=config)
-    length = max(lay.length, lay.width)
-    in_perm = shuffle and lay.passes == 1 and config.native
-    outputs = 1 + (4 if (shuffle and not in_perm) or lay.passes > 1 else 0) + \
-        (itemsize if mech.has_values() else 0) + (itemsize if mech.per_position_cost else 0)
-    perm = jnp.dtype(perm_dtype(lay.n_pad)).itemsize * lay.n_pad if shuffle else 0
-    streams = max(1, len(mech.streams()))
-    return length * outputs * 9 // 8 + perm + 4 * streams * lay.width * itemsize

@@ -17,8 +17,8 @@ import jax
 from svtjax import _loops, _native
 from svtjax.mechanisms.base import BLOCK, num_blocks
 
-__all__ = ["BLOCK_WIDTH", "NARROW", "COMPACTION", "DRAW_ONCE", "SHUFFLE_PREFIX", "Platform",
-           "resolve", "block_width", "compaction_factor"]
+__all__ = ["BLOCK_WIDTH", "NARROW", "COMPACTION", "DRAW_ONCE", "SHUFFLE_PREFIX",
+           "CACHE_CHUNK_BYTES", "Platform", "resolve", "block_width", "compaction_factor"]
 
 BLOCK_WIDTH = {"cpu": 64, "gpu": 256, "cuda": 256, "rocm": 256, "tpu": 256}
 """Positions per loop iteration of the engine, per platform (a multiple of BLOCK; never wider
@@ -65,6 +65,16 @@ never reaches are swapped for nothing, so the prefix is about the reach of the t
 (svt-s, c = 50 on Zipf 10^4 in a random order, halts at position 596 on average, 993 at the
 95th percentile)."""
 
+CACHE_CHUNK_BYTES = {"cpu": 8 * 2**20}
+"""The most bytes of working memory a chunk of a cache-bound kernel takes, per platform (a
+mechanism declares its kernel cache-bound in its ``svtjax.mechanisms.base.Footprint``; absent:
+only the memory budget applies).
+
+CPU: 8 MiB. The selection kernels hold every trial's whole noisy score vector; 10^3 trials of
+n = 10^4 (Zipf, k = 50) ran faster in 8 MB chunks than as one 120 MB chunk, and so did 10^4
+trials of n = 10^3. An accelerator wants the whole batch at once."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Platform:
     """The engine's static choices for one platform, resolved once per run (when the run is
@@ -74,7 +84,9 @@ class Platform:
     ``width``: :data:`BLOCK_WIDTH`'s entry; ``compaction``: the compaction factor;
     ``draw_once``: the platform is in :data:`DRAW_ONCE`; ``shuffle_prefix``:
     :data:`SHUFFLE_PREFIX`'s entry; ``native``: the compiled Fisher–Yates block
-    (:mod:`svtjax._native`) runs here."""
+    (:mod:`svtjax._native`) runs here; ``cache_chunk_bytes``: :data:`CACHE_CHUNK_BYTES`'s entry
+    (None: no cap), the budget of a chunk of a cache-bound kernel
+    (:func:`svtjax.engine.sizing.chunk_budget`)."""
 
     name: str
     width: int
@@ -82,6 +94,7 @@ class Platform:
     draw_once: bool
     shuffle_prefix: int
     native: bool
+    cache_chunk_bytes: Optional[int] = None
 
     def __post_init__(self):
         if int(self.compaction) != self.compaction or self.compaction < 2:
@@ -106,7 +119,8 @@ def resolve(platform: Optional[str] = None) -> Platform:
                     compaction=compaction_factor(platform),
                     draw_once=platform in DRAW_ONCE,
                     shuffle_prefix=int(SHUFFLE_PREFIX.get(platform, 0)),
-                    native=_native.fisher_yates_target() is not None)
+                    native=_native.fisher_yates_target() is not None,
+                    cache_chunk_bytes=CACHE_CHUNK_BYTES.get(platform))
 
 
 def block_width(n: int, platform: Optional[str] = None) -> int:

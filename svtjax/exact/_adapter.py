@@ -22,28 +22,25 @@ anything else with that list.
 
 :func:`law_at_share` maps a budget share θ = ε1 / (ε1 + ε2) to the law *as a traced function*
 (mechanism construction validates concrete floats, so it cannot run under ``jax.grad``): the
-formulas are those of Lyu et al. 2017, Algorithm 7 lines 1 and 3 (svt-s; svt-gap, Ding et al.
-2019 §6.1, has the same noise) and Liu et al. 2024, Algorithm 2 lines 2-3, 6 (svt-exp), and a
-test checks them against :func:`law` of the mechanism built with the explicit allocation.
+mechanism is built with concrete budgets and given the traced ones through its own
+``with_budgets``, so the noise scales come from the mechanism's one ``noise_laws`` (Lyu et al.
+2017, Algorithm 7 lines 1 and 3 for svt-s and svt-gap, Ding et al. 2019 §6.1; Liu et al. 2024,
+Algorithm 2 lines 2-3, 6 for svt-exp) and :func:`law` reads them from its streams.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any, NamedTuple, Optional
 
-import jax.numpy as jnp
+import jax
 
 from svtjax._pytree import is_concrete
-from svtjax.noise import Exponential, Gaussian, Gumbel, Laplace, Noise
+from svtjax.noise import Noise
 
 __all__ = ["ThresholdLaw", "law", "law_at_share", "supported", "SHARE_SUPPORTED"]
 
 SHARE_SUPPORTED = ("svt-s", "svt-gap", "svt-exp")
 """Mechanisms whose ε1 : ε2 split :func:`law_at_share` (and ``optimal_allocation``) varies."""
-
-_NOISES = {"exponential": Exponential, "gumbel": Gumbel, "laplace": Laplace,
-           "gaussian": Gaussian}
 
 _FIGURE1_RULE = ("init", "step", "halted", "_compare")
 """Figure 1's methods a supported rule must not replace (they decide the answers)."""
@@ -142,20 +139,16 @@ def law(mech: Any) -> ThresholdLaw:
                         resample, k_max)
 
 
-def _budget(name: str, epsilon: Any, params: dict) -> Any:
-    eps3 = params.get("eps3", 0.0)
-    if name == "svt-gap" and eps3 not in (0, 0.0):
-        raise ValueError("svt-gap takes no eps3")
-    return epsilon - eps3
-
-
 def law_at_share(name: str, share: Any, *, epsilon: Any, c: int, sensitivity: Any = 1.0,
                  **params: Any) -> ThresholdLaw:
     """The law of ``name`` with ε1 = share · B and ε2 = (1 − share) · B, B = ε − ε3.
 
     ``share`` may be traced (e.g. under ``jax.grad``). With a concrete ``share`` the mechanism
-    is built with ``allocation=(ε1, ε2)`` and :func:`law` is returned, so the two paths agree by
-    construction where both apply (a test checks the traced formulas against it).
+    is built with ``allocation=(ε1, ε2)`` and :func:`law` is returned. With a traced one the
+    mechanism is built with concrete budgets (its parameters checked as usual), its budgets
+    are replaced by the traced ones through its own ``with_budgets`` (which recomputes what
+    depends on them from the mechanism's one ``noise_laws``), and :func:`law` reads it: the
+    two paths share every formula.
 
     Args:
       name: one of :data:`SHARE_SUPPORTED`.
@@ -177,40 +170,19 @@ def law_at_share(name: str, share: Any, *, epsilon: Any, c: int, sensitivity: An
     if "allocation" in params:
         raise ValueError("law_at_share sets the allocation from the share; drop allocation=")
     c = _concrete_int("c", c, name)
+    from svtjax import mechanisms
+
     if is_concrete((share, epsilon, sensitivity)):
-        share_f, budget = float(share), float(_budget(name, epsilon, params))
+        share_f = float(share)
         if not 0.0 < share_f < 1.0:
             raise ValueError(f"share must lie in (0, 1); got {share_f}")
-        from svtjax import mechanisms
-
+        budget = float(epsilon - params.get("eps3", 0.0))
         eps1 = share_f * budget
-        mech = mechanisms.get(name, epsilon=epsilon, c=c, sensitivity=sensitivity,
-                              allocation=(eps1, budget - eps1), **params)
-        return law(mech)
-    budget = _budget(name, epsilon, params)
-    eps1, eps2 = share * budget, (1.0 - share) * budget
-    k = 1.0 if params.get("monotonic", False) else 2.0
-    if name in ("svt-s", "svt-gap"):
-        eps3 = params.get("eps3", 0.0)
-        return ThresholdLaw(Laplace(sensitivity / eps1), Laplace(k * c * sensitivity / eps2), c,
-                            0.0, (eps2 + eps3) / c)
-    # svt-exp (Liu et al. 2024, Algorithm 2; svtjax.mechanisms.exponential.SVTExp.scales)
-    noise = params.get("noise", "exponential")
-    if params.get("append", False):
-        raise _unsupported(name, "svt-exp with append=True is not a single pass")
-    delta = params.get("delta")
-    s = math.sqrt(2.0 * math.log(1.25 / float(delta))) if noise == "gaussian" else 1.0
-    threshold = (Gaussian if noise == "gaussian" else Laplace)(s * sensitivity / eps1)
-    query = _NOISES[noise](s * k * c * sensitivity / eps2)
-    correction = params.get("correction", "optimal")
-    if isinstance(correction, str):
-        if correction == "optimal":
-            raise ValueError("svt-exp's optimal correction is computed on the host from concrete "
-                             "scales; evaluate at a concrete share, or use correction='mean', "
-                             "'none' or a number to differentiate")
-        shift = {"mean": query.mean, "none": 0.0}[correction]
-    else:
-        shift = correction
-    resample = bool(params.get("resample", False))
-    top_cost = eps2 / c + (eps1 * (c - 1) / c if resample else 0.0)
-    return ThresholdLaw(threshold, query, c, jnp.asarray(shift), top_cost, resample)
+        return law(mechanisms.get(name, epsilon=epsilon, c=c, sensitivity=sensitivity,
+                                  allocation=(eps1, budget - eps1), **params))
+    given = {} if not is_concrete(sensitivity) else {"sensitivity": sensitivity}
+    with jax.ensure_compile_time_eval():  # on the host, also inside a trace
+        built = mechanisms.get(name, c=c, allocation=(1.0, 1.0), **given, **params)
+    budget = epsilon - built.unsplit_budget()
+    return law(built.with_budgets(share * budget, (1.0 - share) * budget, epsilon=epsilon,
+                                  sensitivity=sensitivity))

@@ -215,9 +215,9 @@ def format_audit(mech: Any, losses: list[PrivacyLoss]) -> str:
     if math.isinf(top.epsilon):
         lines.append("                 (a vector possible on one input only: ρ is pinned to an "
                      "empty interval on the other, Lyu et al. 2017 Theorem 4)")
-    if mech.name == "roth11":
-        lines.append("                 (answer vectors only: the released q_i + ν_i make the "
-                     "loss unbounded, Lyu et al. 2017 Theorem 3)")
+    if mech.has_values():  # roth11's q_i + ν_i, svt-gap's gaps, svt-s's noisy answers
+        lines.append("                 (answer vectors only: the values a ⊤ releases are not "
+                     "covered and can only add to the loss; the claim above covers them)")
     return "\n".join(lines)
 
 

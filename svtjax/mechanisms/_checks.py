@@ -1,6 +1,7 @@
 """Parameter and input checks of the SVT-S family (``svtjax.mechanisms.classic``: SVT-S,
 SVT-ReTr, Sparse-Vector-with-Gap; ``svtjax.mechanisms.exponential``: SVT-Exp): the budget
-allocation, and whether svt-gap's released gaps fit the run's dtype."""
+allocation's stored form (computed at construction, ``svtjax._pytree``), and whether svt-gap's
+released gaps fit the run's dtype."""
 
 from __future__ import annotations
 
@@ -11,42 +12,66 @@ import numpy as np
 from svtjax import _validate, budget
 from svtjax._pytree import is_concrete
 
-__all__ = ["check_allocation", "explicit_split", "gaps_fit"]
+__all__ = ["resolve_allocation", "explicit_split", "explicit_params", "gaps_fit"]
 
 
-def check_allocation(mech, extra: float, default, named: tuple = ()) -> None:
-    """Validates ``mech.allocation``: an explicit ``(eps1, eps2)`` pair (stored by
-    :func:`explicit_split`), ``None`` (``default()``, the paper's rule) or a rule name of
-    ``svtjax.budget.RULES`` (or of ``named``, the mechanism's own). ``"explicit"`` is what a
-    pair becomes once stored; given by hand, without the pair, it is refused."""
-    allocation = mech.allocation
+def resolve_allocation(values: dict, extra: float, default, named: tuple = ()) -> dict:
+    """The stored form of an ``allocation`` given to a mechanism of the SVT-S family.
+
+    ``values`` holds the mechanism's arguments (``allocation``, ``_split``, ``epsilon``).
+    Returns the fields to store: ``{"allocation": rule}`` for a rule name of
+    ``svtjax.budget.RULES`` (or of ``named``, the mechanism's own), ``default()`` (the paper's
+    rule) for ``None``; for an explicit ``(eps1, eps2)`` pair :func:`explicit_split`'s fields,
+    with ``allocation`` None (no rule) and the pair in the ``_split`` leaves. A ``_split``
+    without an allocation is a built mechanism's own pair given back (``dataclasses.replace``).
+    """
+    allocation, split = values.get("allocation"), values.get("_split")
     if isinstance(allocation, (tuple, list)):
-        explicit_split(mech, allocation, extra)
-    elif allocation is None:
-        object.__setattr__(mech, "allocation", default())
-    elif isinstance(allocation, str) and allocation == "explicit":
-        if mech._split is None:
-            raise ValueError("allocation='explicit' needs the pair itself: pass "
-                             "allocation=(eps1, eps2)")
-    elif not (isinstance(allocation, str) and allocation in named):
+        return explicit_split(values, allocation, extra)
+    if allocation is None and split is not None:
+        return explicit_split(values, split, extra)
+    if isinstance(allocation, str) and allocation == "explicit":
+        raise ValueError("allocation='explicit' needs the pair itself: pass "
+                         "allocation=(eps1, eps2)")
+    if split is not None:
+        raise ValueError(f"an explicit split is given as allocation=(eps1, eps2); got the private "
+                         f"_split={split!r} with allocation={allocation!r}")
+    if allocation is None:
+        return {"allocation": default()}
+    if not (isinstance(allocation, str) and allocation in named):
         budget.check_rule(allocation)
+    return {"allocation": allocation}
 
 
-def explicit_split(mech, allocation, extra: float) -> None:
-    """An explicit ``(eps1, eps2)`` allocation: stored as traced leaves in ``_split``."""
+def explicit_split(values: dict, allocation, extra: float) -> dict:
+    """An explicit ``(eps1, eps2)`` allocation: the pair as Python floats for the traced
+    ``_split`` leaves, ``allocation`` None, and ε = ε1 + ε2 (+ ``extra``, svt-s's ε3) when
+    ``values`` has none (else ε must equal that sum)."""
     if len(allocation) != 2:
         raise ValueError(f"an explicit allocation must be a pair (eps1, eps2); got {allocation!r}")
     e1 = float(_validate.positive("allocation eps1", allocation[0]))
     e2 = float(_validate.positive("allocation eps2", allocation[1]))
     total = e1 + e2 + extra
-    if mech.epsilon is None:
-        object.__setattr__(mech, "epsilon", total)
-    elif not math.isclose(float(mech.epsilon), total, rel_tol=1e-12):
-        what = "eps1 + eps2 + eps3" if hasattr(mech, "eps3") else "eps1 + eps2"
-        raise ValueError(f"epsilon ({mech.epsilon}) must equal {what} ({total}) when "
+    epsilon = values.get("epsilon")
+    if epsilon is None:
+        epsilon = total
+    elif not math.isclose(float(epsilon), total, rel_tol=1e-12):
+        what = "eps1 + eps2 + eps3" if "eps3" in values else "eps1 + eps2"
+        raise ValueError(f"epsilon ({epsilon}) must equal {what} ({total}) when "
                          "allocation is an explicit pair")
-    object.__setattr__(mech, "_split", (e1, e2))
-    object.__setattr__(mech, "allocation", "explicit")
+    return {"allocation": None, "_split": (e1, e2), "epsilon": epsilon}
+
+
+def explicit_params(mech, params: dict) -> dict:
+    """``params`` (a mechanism's parameters) with an explicit split shown as it is given,
+    ``allocation=(eps1, eps2)``, so that ``get(name, **params)`` rebuilds the mechanism and the
+    numpy reference reads the pair."""
+    split = getattr(mech, "_split", None)
+    if split is None:
+        return params
+    out = dict(params)
+    out["allocation"] = tuple(float(x) for x in split) if is_concrete(split) else tuple(split)
+    return out
 
 
 def gaps_fit(mech, q: np.ndarray, t: np.ndarray) -> None:

@@ -55,7 +55,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from svtjax.mechanisms.base import stream_key, stream_variates
+from svtjax.mechanisms.base import Footprint, Held, stream_key, stream_variates
 
 PROPOSALS = 1
 """Proposals per block (one vectorised step)."""
@@ -67,6 +67,17 @@ def uniform(key, shape=(), dtype=None):
     """Standard uniform variates on [0, 1)."""
     return jax.random.uniform(key, shape, dtype)
 
+
+FOOTPRINT = Footprint(held=(
+    Held("a round's fallback: its uniforms, its values and the inverse probabilities", floats=3),
+    Held("the fallback's mask of picked items (bool)", bytes=1),
+    Held("the loop's state per pick: the picks (int32) and the picked sorted positions (bool), "
+         "a word each", per="position", bytes=8)))
+"""What a trial of :func:`peel_batch` holds besides its Outcome, for the engine's chunk sizing
+(``svtjax.engine.sizing``): per pick its slot of the loop's state, per item the numbers of a
+round's fallback (only in the rare step that needs them, counted so that such a step fits).
+Not cache-bound: a batch reads the scores only through the shared sort and suffix sums, so one
+chunk of all trials runs fastest."""
 
 BLOCK_STREAMS = ("gap", "mark", "accept")
 """The three numbers of a proposal, in the order of a block's rows."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import zlib
-from typing import Any, Callable, ClassVar, Optional, Sequence
+from typing import Any, Callable, ClassVar, NamedTuple, Optional, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -32,7 +32,7 @@ from svtjax._types import Array, DTypeLike, Key
 
 __all__ = ["BLOCK", "STREAM", "Mechanism", "Registration", "register", "get", "names",
            "registry", "parameters", "entry", "stream_id", "stream_key", "block_variates",
-           "stream_variates", "block_order", "stream_order", "suggest"]
+           "stream_variates", "block_order", "stream_order", "suggest", "Held", "Footprint"]
 
 BLOCK = 64
 """Positions per random block. Part of the numbers' definition: changing it changes outcomes."""
@@ -131,6 +131,42 @@ def stream_order(skey: Key, n: int) -> Array:
 REQUIRED = "REQUIRED"
 
 
+class Held(NamedTuple):
+    """One array a trial of a mechanism outside the rule engine holds inside a compiled chunk,
+    besides its Outcome: ``floats`` numbers of the run's float dtype and ``bytes`` bytes of
+    fixed-size ones, per item (``per="item"``: one per query) or per Outcome position
+    (``per="position"``), held in every run or only in shuffled ones (``shuffled``). ``what``
+    names it (what the kernel keeps there)."""
+
+    what: str
+    per: str = "item"
+    floats: int = 0
+    bytes: int = 0
+    shuffled: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Footprint:
+    """What a mechanism outside the rule engine (a selection kernel) declares about its memory,
+    as data, for the engine to size chunks from (:func:`svtjax.engine.working_bytes`): the
+    arrays a trial holds besides its Outcome (``held``, :class:`Held` records), and whether the
+    kernel is cache-bound (it reads whole per-item arrays of every trial, so a chunk that fits
+    the caches runs faster than one large one: the engine then caps a chunk at the platform's
+    ``svtjax.engine.Platform.cache_chunk_bytes``). A threshold rule declares none: the engine
+    derives its memory from its streams and what a position writes. A mechanism declares it as
+    its class attribute ``footprint``; one outside the rule engine that declares none is sized
+    by :data:`svtjax.engine.sizing.DEFAULT_FOOTPRINT`."""
+
+    held: tuple = ()
+    cache_bound: bool = False
+
+    def __post_init__(self):
+        for h in self.held:
+            if not isinstance(h, Held) or h.per not in ("item", "position"):
+                raise ValueError(f"a Footprint holds Held records with per='item' or "
+                                 f"'position'; got {h!r}")
+
+
 class Mechanism:
     """Base class of every registered mechanism (a frozen pytree dataclass).
 
@@ -141,6 +177,9 @@ class Mechanism:
     """
 
     name: ClassVar[str] = ""
+    #: Parameters this mechanism no longer takes -> where their meaning went (one sentence);
+    #: read, for the class itself only, by :func:`get`'s unknown-parameter message.
+    moved_parameters: ClassVar[dict] = {}
 
     # -- contract -------------------------------------------------------------------------
     def __call__(self, key: Key, queries, thresholds) -> Outcome:
@@ -168,17 +207,6 @@ class Mechanism:
     def stream_length(self, n: int) -> int:
         """Length L of the Outcome arrays for ``n`` queries."""
         return n
-
-    cpu_chunk_bytes: ClassVar[Optional[int]] = None
-    """On a CPU, the working memory of one chunk at most this many bytes (``simulate``'s default
-    chunk size), or None for the memory budget alone. For kernels that hold whole streams per
-    trial, where a cache-sized chunk is faster than one large one (the selection family)."""
-
-    def working_bytes(self, n: int, itemsize: int, shuffle: bool) -> int:
-        """Working memory of one trial inside a compiled chunk (``simulate`` sizes chunks by
-        it): the Outcome and what the kernel holds besides it."""
-        length = self.stream_length(n)
-        return length * (1 + 4 + 2 * itemsize) + n * 3 * itemsize + (4 * n if shuffle else 0)
 
     @classmethod
     def example_params(cls, *, epsilon: float = 1.0, c: int = 2, n: Optional[int] = None
@@ -401,6 +429,10 @@ def get(name: str, **params: Any) -> Mechanism:
     cls = _lookup(name)
     valid = [f.name for f in _public_fields(cls)]
     unknown = sorted(set(params) - set(valid))
+    moved = {k: v for k, v in vars(cls).get("moved_parameters", {}).items() if k in unknown}
+    if moved:
+        key, where = next(iter(moved.items()))
+        raise TypeError(f"{name} does not take parameter {key!r}: {where}")
     if unknown:
         hint = suggest(unknown[0], valid)
         raise TypeError(f"{name} does not take parameter(s) {unknown}{hint}; valid parameters "

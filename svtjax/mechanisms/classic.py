@@ -46,9 +46,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from svtjax import _validate, budget
-from svtjax._pytree import is_concrete, pytree_dataclass, static_field
+from svtjax._pytree import is_concrete, pytree_dataclass, replace_leaves, static_field
 from svtjax.accounting import NotPrivate, PureDP
-from svtjax.mechanisms._checks import check_allocation, gaps_fit
+from svtjax.mechanisms._checks import explicit_params, gaps_fit, resolve_allocation
 from svtjax.mechanisms.base import register
 from svtjax.mechanisms.figure1 import Figure1, canonical_number
 from svtjax.noise import Laplace
@@ -126,9 +126,6 @@ class LyuAlg1(Figure1):
     sensitivity: Any = 1.0
     name = "lyu-alg1"
 
-    def __post_init__(self):
-        self._check_common()
-
     def threshold_noise(self):
         return Laplace(2.0 * self.sensitivity / self.epsilon)  # line 1: Lap(2Δ/ε)
 
@@ -162,9 +159,6 @@ class DPBook(Figure1):
     c: Any
     sensitivity: Any = 1.0
     name = "dpbook"
-
-    def __post_init__(self):
-        self._check_common()
 
     def threshold_noise(self):
         return Laplace(2.0 * self.c * self.sensitivity / self.epsilon)  # lines 1, 5: Lap(2cΔ/ε)
@@ -203,9 +197,6 @@ class Roth11(Figure1):
     sensitivity: Any = 1.0
     name = "roth11"
     releases = True
-
-    def __post_init__(self):
-        self._check_common()
 
     def threshold_noise(self):
         return Laplace(2.0 * self.sensitivity / self.epsilon)  # line 1: Lap(2Δ/ε)
@@ -248,9 +239,6 @@ class LeeClifton(Figure1):
     sensitivity: Any = 1.0
     name = "lee-clifton"
 
-    def __post_init__(self):
-        self._check_common()
-
     def threshold_noise(self):
         return Laplace(4.0 * self.sensitivity / self.epsilon)  # line 1: Lap(4Δ/ε)
 
@@ -284,9 +272,6 @@ class Stoddard(Figure1):
     sensitivity: Any = 1.0
     name = "stoddard"
 
-    def __post_init__(self):
-        self._check_common()
-
     def threshold_noise(self):
         return Laplace(2.0 * self.sensitivity / self.epsilon)  # line 1: Lap(2Δ/ε)
 
@@ -318,9 +303,6 @@ class Chen(Figure1):
     epsilon: Any
     sensitivity: Any = 1.0
     name = "chen"
-
-    def __post_init__(self):
-        self._check_common()
 
     def threshold_noise(self):
         return Laplace(2.0 * self.sensitivity / self.epsilon)  # line 1: Lap(2Δ/ε)
@@ -406,41 +388,72 @@ class SVTS(Figure1):
     _noisy_answers: bool = static_field(default=False)
     name = "svt-s"
 
-    def __post_init__(self):
-        if self.c is None:
-            raise TypeError(f"{self.name} requires parameter c (the cut-off, an integer >= 1)")
-        _validate.scalars(self, ("epsilon", "c", "sensitivity", "eps3"))
-        if not isinstance(self.monotonic, bool):
-            raise TypeError(f"monotonic must be True or False; got {self.monotonic!r}")
-        _validate.nonnegative("eps3", self.eps3)
-        check_allocation(self, float(self.eps3) if is_concrete(self.eps3) else 0.0,
-                         lambda: budget.optimal_rule(self.monotonic))
-        if self.epsilon is None:
-            raise TypeError(f"{self.name} requires parameter epsilon (total budget > 0)")
-        self._check_common()
-        if is_concrete(self.eps3):
-            object.__setattr__(self, "eps3", float(self.eps3))
-            if self.eps3 >= self.epsilon:
-                raise ValueError(f"eps3 must be smaller than epsilon ({self.epsilon}) so that "
-                                 f"eps1 + eps2 > 0; got eps3={self.eps3}")
-            object.__setattr__(self, "_noisy_answers", self.eps3 > 0)
+    @classmethod
+    def _normalize(cls, values):
+        """Construction: checks the parameters and stores ε, Δ, c and ε3 as Python numbers, the
+        split rule (Eq. 13's by default) or an explicit pair (``_split``), and whether a ⊤
+        releases a noisy answer (ε3 > 0)."""
+        v = dict(values)
+        if v["c"] is None:
+            raise TypeError(f"{cls.name} requires parameter c (the cut-off, an integer >= 1)")
+        for name in ("epsilon", "c", "sensitivity", "eps3"):
+            _validate.scalar(name, v[name])
+        if not isinstance(v["monotonic"], bool):
+            raise TypeError(f"monotonic must be True or False; got {v['monotonic']!r}")
+        _validate.nonnegative("eps3", v["eps3"])
+        eps3 = v["eps3"]
+        v.update(resolve_allocation(v, float(eps3) if is_concrete(eps3) else 0.0,
+                                    lambda: budget.optimal_rule(v["monotonic"])))
+        if v["epsilon"] is None:
+            raise TypeError(f"{cls.name} requires parameter epsilon (total budget > 0)")
+        v = cls._common(v)
+        if is_concrete(eps3):
+            v["eps3"] = float(eps3)
+            if v["eps3"] >= v["epsilon"]:
+                raise ValueError(f"eps3 must be smaller than epsilon ({v['epsilon']}) so that "
+                                 f"eps1 + eps2 > 0; got eps3={v['eps3']}")
+            v["_noisy_answers"] = v["eps3"] > 0
+        return v
 
     def budgets(self):
         """``(eps1, eps2, eps3)``: threshold, query and answer budgets."""
-        if self.allocation == "explicit":
+        if self._split is not None:
             eps1, eps2 = self._split
         else:
             eps1, eps2 = budget.split(self.epsilon - self.eps3, self.c, self.allocation)
         return eps1, eps2, self.eps3
 
+    @staticmethod
+    def noise_laws(eps1, eps2, *, c, sensitivity=1.0, monotonic=False):
+        """Lines 1 and 3 from the budgets: ``(ρ, ν)`` = (Lap(Δ/ε1), Lap(2cΔ/ε2)), Lap(cΔ/ε2) for
+        monotonic queries (Theorem 7). The one place these scales are written: the rule's streams
+        (hence the engine, the dtype checks and the audit) and the exact laws
+        (``svtjax.exact.law``, ``law_at_share``) read them from here, with Python numbers on the
+        host or traced values under a transformation."""
+        k = 1.0 if monotonic else 2.0
+        return Laplace(sensitivity / eps1), Laplace(k * c * sensitivity / eps2)
+
+    def laws(self):
+        """``(ρ, ν)`` at this mechanism's budgets (:meth:`noise_laws`)."""
+        eps1, eps2, _ = self.budgets()
+        return self.noise_laws(eps1, eps2, c=self.c, sensitivity=self.sensitivity,
+                               monotonic=self.monotonic)
+
+    def with_budgets(self, eps1, eps2, **leaves):
+        """This mechanism with the split (ε1, ε2) and the numeric ``leaves`` (e.g. ``epsilon``,
+        ``sensitivity``) replaced, without construction, so the values may be traced (e.g.
+        under ``jax.grad`` over the split, ``svtjax.exact.law_at_share``)."""
+        return replace_leaves(self, _split=(eps1, eps2), allocation=None, **leaves)
+
+    def unsplit_budget(self):
+        """The part of ε outside ε1 + ε2: ε3, spent on released answers."""
+        return self.eps3
+
     def threshold_noise(self):
-        eps1, _, _ = self.budgets()
-        return Laplace(self.sensitivity / eps1)  # line 1: ρ = Lap(Δ/ε1)
+        return self.laws()[0]  # line 1: ρ = Lap(Δ/ε1)
 
     def query_noise(self):
-        _, eps2, _ = self.budgets()
-        k = 1.0 if self.monotonic else 2.0
-        return Laplace(k * self.c * self.sensitivity / eps2)  # line 3: Lap(2cΔ/ε2) (cΔ/ε2)
+        return self.laws()[1]  # line 3: Lap(2cΔ/ε2) (cΔ/ε2)
 
     def streams(self):
         out = super().streams()
@@ -460,11 +473,9 @@ class SVTS(Figure1):
         _, eps2, eps3 = self.budgets()
         return (eps2 + eps3) / self.c
 
-    def reference_params(self):
-        out = super().reference_params()
-        if self.allocation == "explicit":
-            out["allocation"] = tuple(float(x) for x in self._split)
-        return out
+    def params(self):
+        """The parameters as given: an explicit split as ``allocation=(eps1, eps2)``."""
+        return explicit_params(self, super().params())
 
     def privacy(self):
         eps1, eps2, eps3 = (float(x) for x in self.budgets())
@@ -509,14 +520,17 @@ class SVTReTr(SVTS):
     max_passes: int = static_field(default=10)
     name = "svt-retr"
 
-    def __post_init__(self):
-        super().__post_init__()
-        _validate.scalar("raise_by", self.raise_by)
-        _validate.nonnegative("raise_by", self.raise_by)
-        object.__setattr__(self, "raise_by", canonical_number(self.raise_by, float))
-        if isinstance(self.max_passes, bool) or not isinstance(self.max_passes, int):
-            raise TypeError(f"max_passes must be an integer >= 1; got {self.max_passes!r}")
-        _validate.integer("max_passes", self.max_passes, minimum=1)
+    @classmethod
+    def _normalize(cls, values):
+        v = super()._normalize(values)
+        _validate.scalar("raise_by", v["raise_by"])
+        _validate.nonnegative("raise_by", v["raise_by"])
+        v["raise_by"] = canonical_number(v["raise_by"], float)
+        passes = v["max_passes"]
+        if isinstance(passes, bool) or not isinstance(passes, int):
+            raise TypeError(f"max_passes must be an integer >= 1; got {passes!r}")
+        _validate.integer("max_passes", passes, minimum=1)
+        return v
 
     def passes(self):
         return self.max_passes
@@ -555,12 +569,14 @@ class SVTGap(SVTS):
 
     name = "svt-gap"
 
-    def __post_init__(self):
-        _validate.scalar("eps3", self.eps3)
-        if self.eps3 is None or isinstance(self.eps3, (bool, str)) or self.eps3 != 0:
+    @classmethod
+    def _normalize(cls, values):
+        eps3 = values["eps3"]
+        _validate.scalar("eps3", eps3)
+        if eps3 is None or isinstance(eps3, (bool, str)) or eps3 != 0:
             raise ValueError("svt-gap releases the noisy gap for free and takes no eps3; got "
-                             f"eps3={self.eps3!r} (use svt-s for noisy answers)")
-        super().__post_init__()
+                             f"eps3={eps3!r} (use svt-s for noisy answers)")
+        return super()._normalize(values)
 
     def has_values(self):
         return True

@@ -75,9 +75,9 @@ from typing import Any
 import jax.numpy as jnp
 
 from svtjax import _validate, budget, correction
-from svtjax._pytree import is_concrete, pytree_dataclass, static_field
+from svtjax._pytree import is_concrete, pytree_dataclass, replace_leaves, static_field
 from svtjax.accounting import PureDP, Unproven
-from svtjax.mechanisms._checks import check_allocation
+from svtjax.mechanisms._checks import explicit_params, resolve_allocation
 from svtjax.mechanisms.base import register
 from svtjax.mechanisms.figure1 import Figure1, canonical_number
 from svtjax.noise import Exponential, Gaussian, Gumbel, Laplace
@@ -108,6 +108,97 @@ def _svt_exp_value(rng):
     d = eps_c(rng)
     d["correction"] = float(rng.normal(0.0, 3.0))
     return d
+
+
+def _passes(passes, append: bool) -> int:
+    """max_passes: 10 with APPEND by default, else 1 (only with APPEND may it exceed 1)."""
+    if passes is None:
+        passes = 10 if append else 1
+    if isinstance(passes, bool) or not isinstance(passes, int):
+        raise TypeError(f"max_passes must be an integer >= 1; got {passes!r}")
+    _validate.integer("max_passes", passes, minimum=1)
+    if passes > 1 and not append:
+        raise ValueError("max_passes > 1 needs append=True (only ⊥ queries are re-queried, "
+                         "Algorithm 2 lines 18-19)")
+    return passes
+
+
+def _delta(noise: str, delta):
+    """δ: required by SVT-Gau (a probability), refused by the other families."""
+    if noise == "gaussian":
+        if delta is None:
+            raise TypeError("svt-exp with noise='gaussian' requires delta (SVT-Gau's δ; the "
+                            "paper uses δ = 1/n)")
+        _validate.probability("delta", delta)
+        return canonical_number(delta, float)
+    if delta is not None:
+        raise ValueError(f"delta is only used by noise='gaussian'; got delta={delta!r} "
+                         f"with noise={noise!r}")
+    return delta
+
+
+def _finite_number(name: str, value) -> None:
+    if isinstance(value, bool) or not _validate._is_number_like(value) or (
+            is_concrete(value) and not math.isfinite(float(value))):
+        raise ValueError(f"{name} must be a finite number; got {value!r}")
+
+
+def _correction_term(kind, laws, k, alpha, method):
+    """r of the correction ``kind`` for the noise laws ``(ρ, ν)`` (Algorithm 2 line 3)."""
+    threshold_noise, query_noise = laws
+    return correction.term(kind, query_noise, threshold_noise, k, alpha, method=method)
+
+
+def _correction(cls, v: dict) -> dict:
+    """The stored correction: ``{"correction": kind or None, "correction_value": r, ...}``.
+
+    A number r (``correction=r``, or the spelling ``correction="value"`` with
+    ``correction_value=r``) is stored as the leaf r with kind None (a built mechanism given back
+    to ``dataclasses.replace`` has that form too); "optimal", "mean" and "none" are computed
+    here, on the host, from the noise laws at the budgets (a ``correction_value`` given with
+    them must be that r: a built mechanism's own).
+    """
+    corr, value = v["correction"], v["correction_value"]
+    if corr is None and value is not None:  # a given r, as stored
+        _finite_number("correction_value", value)
+        return {}
+    if isinstance(corr, str):
+        _validate.one_of("correction", corr, CORRECTIONS + ("value",))
+        if corr == "value":
+            if value is None:
+                raise ValueError("correction='value' needs correction_value")
+            _finite_number("correction_value", value)
+            return {"correction": None}
+    else:
+        if corr is None or isinstance(corr, bool) or not is_concrete(corr) or \
+                jnp.ndim(corr) != 0:
+            raise TypeError("correction must be 'optimal', 'mean', 'none' or a number; got "
+                            f"{corr!r}")
+        if not math.isfinite(float(corr)):
+            raise ValueError(f"correction must be a finite number; got {corr!r}")
+        return {"correction": None, "correction_value": float(corr)}
+    out = {}
+    if corr == "optimal":
+        if v["correction_k"] is None:
+            raise TypeError("svt-exp with correction='optimal' requires correction_k (k of "
+                            "Eq. 8: negatives per positive; the paper uses k = ⌊m/c⌋ for m "
+                            "queries)")
+        _validate.integer("correction_k", v["correction_k"], minimum=1)
+        out["correction_k"] = int(v["correction_k"])
+    if not is_concrete((v["epsilon"], v["c"], v["sensitivity"], v["alpha"], v["delta"])):
+        raise TypeError("svt-exp computes its correction on the host at construction; build "
+                        "it from concrete numbers (outside jit/vmap) and batch the built "
+                        "mechanisms instead")
+    split = v["_split"] if v["_split"] is not None else cls.split(
+        v["epsilon"], v["c"], v["allocation"], v["noise"], v["monotonic"])
+    laws = cls.noise_laws(*split, c=v["c"], sensitivity=v["sensitivity"], noise=v["noise"],
+                          monotonic=v["monotonic"], delta=v["delta"])
+    k = out.get("correction_k", v["correction_k"])
+    out["correction_value"] = _correction_term(corr, laws, k, v["alpha"], v["correction_method"])
+    if value is not None and value != out["correction_value"]:  # a built one's own r passes
+        raise ValueError("correction_value is set from correction; pass the number as "
+                         "correction=r")
+    return out
 
 
 @register(reference=ref.svt_exp, cases=[
@@ -145,12 +236,14 @@ class SVTExp(Figure1):
         ``svtjax simulate`` when it is not given (the dataset's item count m).
       alpha: error tolerance α ≥ 0 of Eq. 8 (paper default 0).
       delta: δ of SVT-Gau's calibration (``noise="gaussian"`` only; the paper uses 1/n).
-      correction_value: the r added to every threshold. Set from ``correction``; pass a number
-        as ``correction`` instead of setting this.
+      correction_value: the r added to every threshold (a traced leaf), computed at
+        construction from ``correction``; pass a number as ``correction`` instead of setting
+        this.
       noise: query-noise family: ``"exponential"`` (Algorithm 2), ``"gumbel"``, ``"laplace"``,
         ``"gaussian"`` (static).
       correction: ``"optimal"`` (Eq. 9, :func:`svtjax.correction.optimal`), ``"mean"``
-        (r = E[ν]), ``"none"`` (r = 0) or a number r (static, except the number).
+        (r = E[ν]), ``"none"`` (r = 0) — the kind is static — or a number r (stored as
+        ``correction_value``, the kind then None).
       monotonic: halve the query-noise scale (λ = ε2/(cΔ)) for monotonic queries.
       allocation: ``None`` (Table 4 for the family), a ``svtjax.budget.RULES`` name, or an
         explicit ``(eps1, eps2)``.
@@ -184,126 +277,107 @@ class SVTExp(Figure1):
     correction_method: str = static_field(default="auto")
     name = "svt-exp"
 
-    def __post_init__(self):
-        if self.c is None:
+    # -- construction (``svtjax._pytree``: values in, canonical values out) ----------------------
+    @classmethod
+    def _normalize(cls, values):
+        """Checks the parameters and stores their canonical form: ε, Δ, c, α, δ as Python
+        numbers, the split rule (Table 4's by default) or an explicit pair (``_split``), the
+        number of passes, and line 3's correction r in the ``correction_value`` leaf, computed
+        here on the host (:func:`svtjax.correction.term`) from the budgets' noise laws
+        (:meth:`noise_laws`); ``correction`` keeps the kind (None for a given number r)."""
+        v = dict(values)
+        if v["c"] is None:
             raise TypeError("svt-exp requires parameter c (the cut-off, an integer >= 1)")
-        _validate.scalars(self, ("epsilon", "c", "sensitivity", "correction_k", "alpha",
-                                 "delta", "correction_value"))
-        _validate.one_of("noise", self.noise, tuple(NOISES))
+        for name in ("epsilon", "c", "sensitivity", "correction_k", "alpha", "delta",
+                     "correction_value"):
+            _validate.scalar(name, v[name])
+        _validate.one_of("noise", v["noise"], tuple(NOISES))
         for flag in ("monotonic", "resample", "append"):
-            if not isinstance(getattr(self, flag), bool):
-                raise TypeError(f"{flag} must be True or False; got {getattr(self, flag)!r}")
-        self._init_allocation()
-        if self.epsilon is None:
+            if not isinstance(v[flag], bool):
+                raise TypeError(f"{flag} must be True or False; got {v[flag]!r}")
+        v.update(resolve_allocation(v, 0.0, lambda: "table4", named=("table4",)))
+        if v["epsilon"] is None:
             raise TypeError("svt-exp requires parameter epsilon (total budget > 0)")
-        self._check_common()
-        self._init_passes()
-        _validate.nonnegative("alpha", self.alpha)
-        object.__setattr__(self, "alpha", canonical_number(self.alpha, float))
-        self._init_delta()
-        self._init_correction()
-
-    # -- construction helpers -----------------------------------------------------------------
-    def _init_allocation(self):
-        check_allocation(self, 0.0, lambda: "table4", named=("table4",))
-
-    def _init_passes(self):
-        passes = self.max_passes
-        if passes is None:
-            passes = 10 if self.append else 1
-        if isinstance(passes, bool) or not isinstance(passes, int):
-            raise TypeError(f"max_passes must be an integer >= 1; got {passes!r}")
-        _validate.integer("max_passes", passes, minimum=1)
-        if passes > 1 and not self.append:
-            raise ValueError("max_passes > 1 needs append=True (only ⊥ queries are re-queried, "
-                             "Algorithm 2 lines 18-19)")
-        object.__setattr__(self, "max_passes", passes)
-
-    def _init_delta(self):
-        if self.noise == "gaussian":
-            if self.delta is None:
-                raise TypeError("svt-exp with noise='gaussian' requires delta (SVT-Gau's δ; the "
-                                "paper uses δ = 1/n)")
-            _validate.probability("delta", self.delta)
-            object.__setattr__(self, "delta", canonical_number(self.delta, float))
-        elif self.delta is not None:
-            raise ValueError(f"delta is only used by noise='gaussian'; got delta={self.delta!r} "
-                             f"with noise={self.noise!r}")
-
-    def _init_correction(self):
-        corr = self.correction
-        if isinstance(corr, str):
-            _validate.one_of("correction", corr, CORRECTIONS + ("value",))
-            if corr == "value":
-                if self.correction_value is None:
-                    raise ValueError("correction='value' needs correction_value")
-                value = self.correction_value
-                if isinstance(value, bool) or not _validate._is_number_like(value) or (
-                        is_concrete(value) and not math.isfinite(float(value))):
-                    raise ValueError(f"correction_value must be a finite number; got {value!r}")
-                return
-        else:
-            if isinstance(corr, bool) or not is_concrete(corr) or jnp.ndim(corr) != 0:
-                raise TypeError("correction must be 'optimal', 'mean', 'none' or a number; got "
-                                f"{corr!r}")
-            value = float(corr)
-            if not math.isfinite(value):
-                raise ValueError(f"correction must be a finite number; got {corr!r}")
-            object.__setattr__(self, "correction", "value")
-            object.__setattr__(self, "correction_value", value)
-            return
-        if self.correction_value is not None:
-            raise ValueError("correction_value is set from correction; pass the number as "
-                             "correction=r")
-        if corr == "optimal":
-            if self.correction_k is None:
-                raise TypeError("svt-exp with correction='optimal' requires correction_k (k of "
-                                "Eq. 8: negatives per positive; the paper uses k = ⌊m/c⌋ for m "
-                                "queries)")
-            _validate.integer("correction_k", self.correction_k, minimum=1)
-            object.__setattr__(self, "correction_k", int(self.correction_k))
-        if not is_concrete((self.epsilon, self.c, self.sensitivity, self.alpha, self.delta)):
-            raise TypeError("svt-exp computes its correction on the host at construction; build "
-                            "it from concrete numbers (outside jit/vmap) and batch the built "
-                            "mechanisms instead")
-        object.__setattr__(self, "correction_value", self.compute_correction())
+        v = cls._common(v)
+        v["max_passes"] = _passes(v["max_passes"], v["append"])
+        _validate.nonnegative("alpha", v["alpha"])
+        v["alpha"] = canonical_number(v["alpha"], float)
+        v["delta"] = _delta(v["noise"], v["delta"])
+        v.update(_correction(cls, v))
+        return v
 
     def compute_correction(self) -> float:
-        """Algorithm 2 line 3: r from the concrete parameters (on the host, in float64: the
-        budgets and noises below are Python numbers when the parameters are)."""
-        if self.correction == "none":
-            return 0.0
-        q_noise = self.query_noise()
-        if self.correction == "mean":
-            return correction.mean(q_noise)
-        return correction.optimal(q_noise, self.threshold_noise(), self.correction_k,
-                                  float(self.alpha), method=self.correction_method)
+        """Algorithm 2 line 3: r from the concrete parameters (on the host, in float64)."""
+        return _correction_term(self.correction, self.laws(), self.correction_k, self.alpha,
+                                self.correction_method)
 
     # -- budgets and noises (on the host with Python numbers, traced under jit) ----------------
+    @staticmethod
+    def split(epsilon, c, allocation, noise="exponential", monotonic=False):
+        """``(eps1, eps2)`` of a split rule: Table 4's ε2 = w·ε1 for the query-noise family
+        (``"table4"``, :func:`svtjax.budget.liu_ratio`) or a ``svtjax.budget.RULES`` name."""
+        if allocation == "table4":
+            x = budget.liu_ratio(noise, c, monotonic)
+        else:
+            x = budget.ratio(allocation, c)
+        eps2 = epsilon * x / (1.0 + x)
+        return epsilon - eps2, eps2
+
     def budgets(self):
         """``(eps1, eps2)``: threshold and query budgets (Table 4's split by default)."""
-        if self.allocation == "explicit":
+        if self._split is not None:
             return self._split
-        if self.allocation == "table4":
-            x = budget.liu_ratio(self.noise, self.c, self.monotonic)
-        else:
-            x = budget.ratio(self.allocation, self.c)
-        eps2 = self.epsilon * x / (1.0 + x)
-        return self.epsilon - eps2, eps2
+        return self.split(self.epsilon, self.c, self.allocation, self.noise, self.monotonic)
 
-    def _calibration(self):
-        """s = sqrt(2 ln(1.25/δ)) for SVT-Gau (Dwork & Roth 2014, Thm A.1), else 1."""
-        return budget.gaussian_factor(self.delta) if self.noise == "gaussian" else 1.0
+    @staticmethod
+    def noise_laws(eps1, eps2, *, c, sensitivity=1.0, noise="exponential", monotonic=False,
+                   delta=None):
+        """Lines 2 and 6 from the budgets: ``(ρ, ν)`` = (Lap(Δ/ε1), Exp(1/λ)) with mean
+        1/λ = 2cΔ/ε2 (cΔ/ε2 monotonic), ν of the family ``noise``; SVT-Gau multiplies both
+        scales by s = sqrt(2 ln(1.25/δ)) (Dwork & Roth 2014, Thm A.1; ρ Gaussian). The one place
+        these scales are written: the rule's streams, the correction r and the exact laws
+        (``svtjax.exact.law``, ``law_at_share``) read them from here, with Python numbers on
+        the host or traced values under a transformation."""
+        s = budget.gaussian_factor(delta) if noise == "gaussian" else 1.0
+        family = Gaussian if noise == "gaussian" else Laplace
+        k = 1.0 if monotonic else 2.0
+        return (family(s * sensitivity / eps1),
+                NOISES[noise](s * (k * c * sensitivity / eps2)))
+
+    def laws(self):
+        """``(ρ, ν)`` at this mechanism's budgets (:meth:`noise_laws`)."""
+        eps1, eps2 = self.budgets()
+        return self.noise_laws(eps1, eps2, c=self.c, sensitivity=self.sensitivity,
+                               noise=self.noise, monotonic=self.monotonic, delta=self.delta)
+
+    def with_budgets(self, eps1, eps2, **leaves):
+        """This mechanism with the split (ε1, ε2) and the numeric ``leaves`` (e.g. ``epsilon``,
+        ``sensitivity``) replaced, without construction, so the values may be traced (e.g.
+        under ``jax.grad`` over the split, ``svtjax.exact.law_at_share``); r is recomputed
+        from the new laws ("mean": E[ν], traced too; "optimal" on the host only).
+
+        Raises:
+          ValueError: ``correction="optimal"`` with traced budgets.
+        """
+        out = replace_leaves(self, _split=(eps1, eps2), allocation=None, **leaves)
+        if self.correction in ("optimal", "mean"):
+            if self.correction == "optimal" and not is_concrete(out.laws()):
+                raise ValueError(
+                    "svt-exp's optimal correction is computed on the host from concrete scales; "
+                    "evaluate at a concrete share, or use correction='mean', 'none' or a number "
+                    "to differentiate")
+            out = replace_leaves(out, correction_value=out.compute_correction())
+        return out
+
+    def unsplit_budget(self):
+        """The part of ε outside ε1 + ε2: none."""
+        return 0.0
 
     def threshold_noise(self):
-        eps1, _ = self.budgets()
-        family = Gaussian if self.noise == "gaussian" else Laplace
-        return family(self._calibration() * self.sensitivity / eps1)  # line 2: Lap(Δ/ε1)
+        return self.laws()[0]  # line 2: Lap(Δ/ε1)
 
     def query_noise(self):
-        _, eps2 = self.budgets()
-        k = 1.0 if self.monotonic else 2.0  # line 6: Exp(1/λ), λ = ε2/(2cΔ) (ε2/(cΔ) monotonic)
-        return NOISES[self.noise](self._calibration() * (k * self.c * self.sensitivity / eps2))
+        return self.laws()[1]  # line 6: Exp(1/λ), λ = ε2/(2cΔ) (ε2/(cΔ) monotonic)
 
     def threshold_shift(self):
         return self.correction_value  # lines 3, 9: T_i + r
@@ -321,10 +395,14 @@ class SVTExp(Figure1):
             top_cost = top_cost + eps1 * (self.c - 1) / self.c
         return top_cost
 
-    def reference_params(self):
-        out = super().reference_params()
-        if self.allocation == "explicit":
-            out["allocation"] = tuple(float(x) for x in self._split)
+    def params(self):
+        """The parameters as given: an explicit split as ``allocation=(eps1, eps2)``, a given
+        correction as the number ``correction=r``."""
+        out = explicit_params(self, super().params())
+        if self.correction is None:
+            out["correction"] = self.correction_value
+        else:
+            out["correction_value"] = None  # set from the correction kind
         return out
 
     @classmethod

@@ -108,13 +108,23 @@ class Figure1(ThresholdMechanism):
         return CountState(count, state.rho), Written(answer, self.release(top, noisy_q, noisy_t,
                                                                           xs))
 
-    # -- construction --------------------------------------------------------------------------
-    def _check_common(self) -> None:
-        _validate.scalars(self, ("epsilon", "sensitivity", "c"))
-        object.__setattr__(self, "epsilon", canonical_number(
-            _validate.positive("epsilon", self.epsilon), float))
-        object.__setattr__(self, "sensitivity", canonical_number(
-            _validate.positive("sensitivity", self.sensitivity), float))
-        if hasattr(self, "c"):
-            object.__setattr__(self, "c", canonical_number(
-                _validate.integer("c", self.c, minimum=1), int))
+    # -- construction (``svtjax._pytree``: values in, canonical values out) ----------------------
+    @classmethod
+    def _normalize(cls, values: dict) -> dict:
+        """Checks ε > 0, Δ > 0 and the cut-off c (an integer ≥ 1) of a Figure 1 rule and
+        stores them as Python numbers (:func:`canonical_number`); a subclass with more
+        parameters extends this."""
+        return cls._common(values)
+
+    @staticmethod
+    def _common(values: dict) -> dict:
+        """``values`` with ε, Δ and (if the rule has one) c checked and canonical."""
+        for name in ("epsilon", "sensitivity", "c"):
+            _validate.scalar(name, values.get(name))
+        out = dict(values)
+        out["epsilon"] = canonical_number(_validate.positive("epsilon", values["epsilon"]), float)
+        out["sensitivity"] = canonical_number(
+            _validate.positive("sensitivity", values["sensitivity"]), float)
+        if "c" in values:
+            out["c"] = canonical_number(_validate.integer("c", values["c"], minimum=1), int)
+        return out

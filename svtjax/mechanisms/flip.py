@@ -59,7 +59,7 @@ Exact laws: :func:`svtjax.exact.picks_law` (every ordered k-tuple's probability)
 from __future__ import annotations
 
 import functools
-from typing import Any, ClassVar, Optional
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -69,7 +69,7 @@ from svtjax._core import Draws, Outcome
 from svtjax._pytree import pytree_dataclass, staged_call, static_field
 from svtjax.accounting import PureDP
 from svtjax.mechanisms import _peeled as peeled
-from svtjax.mechanisms.base import register
+from svtjax.mechanisms.base import Footprint, register
 from svtjax.mechanisms.selection import SelectionMechanism
 from svtjax.noise import Exponential, Gumbel
 from svtjax.reference import flip as ref
@@ -84,9 +84,7 @@ class PeeledSelection(SelectionMechanism):
     process), shared by ``permute-and-flip`` and ``report-noisy-max-exp``, whose rounds have
     the same law (Ding et al. 2021)."""
 
-    # A batch holds only its picks and one block of numbers per trial (the fallback's n numbers
-    # only in the rare step that needs them), so one chunk of all trials runs fastest.
-    cpu_chunk_bytes: ClassVar[Optional[int]] = None
+    footprint: ClassVar[Footprint] = peeled.FOOTPRINT
 
     def noises(self) -> dict:
         """The exponential noise of every round (permute-and-flip's coins): Exp(b)."""
@@ -110,11 +108,6 @@ class PeeledSelection(SelectionMechanism):
         ``thresholds``, ``offsets``, ``shuffle``, ``width`` and ``vectorized`` are ignored."""
         del thresholds, shuffle, offsets, width, vectorized, engine
         return _batch(self, keys, queries)
-
-    def working_bytes(self, n: int, itemsize: int, shuffle: bool) -> int:
-        del shuffle
-        k = self.num_picks()
-        return k * (1 + 4 + 2 * itemsize + 8) + n * (3 * itemsize + 1)
 
 
 # -- kernel --------------------------------------------------------------------------------

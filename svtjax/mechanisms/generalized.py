@@ -40,7 +40,7 @@ from typing import Any, NamedTuple
 import jax.numpy as jnp
 
 from svtjax import _validate, accounting
-from svtjax._pytree import is_concrete, pytree_dataclass, static_field
+from svtjax._pytree import draft, is_concrete, pytree_dataclass, static_field
 from svtjax.accounting import Unproven
 from svtjax.mechanisms.base import register
 from svtjax.mechanisms.classic import Figure1
@@ -119,61 +119,68 @@ class GeneralizedSVT(Figure1):
     resample: bool = static_field(default=False)
     name = "generalized-svt"
 
-    def __post_init__(self):
-        self._check_generalized()
-
-    def _check_generalized(self) -> None:
-        if self.c is None:
-            raise TypeError(f"{self.name} requires parameter c (the cut-off, an integer >= 1)")
-        _validate.scalars(self, ("c", "k_max", "sensitivity", "epsilon", "delta", "margin"))
-        _validate.integer("c", self.c, minimum=1)
-        _validate.positive("sensitivity", self.sensitivity)
-        if self.epsilon is not None:
-            _validate.positive("epsilon", self.epsilon)
-        if self.delta is not None:
-            _validate.probability("delta", self.delta, open_low=False)
-        if self.k_max is not None:
-            _validate.integer("k_max", self.k_max, minimum=1)
-        if self.margin is not None:
-            _validate.nonnegative("margin", self.margin)
-        if not isinstance(self.resample, bool):
-            raise TypeError(f"resample must be True or False; got {self.resample!r}")
+    @classmethod
+    def _normalize(cls, values):
+        """Construction (``svtjax._pytree``): checks the parameters, stores the numbers as
+        Python numbers and, given a target ε (and δ), the calibrated noises
+        (:meth:`_calibrated`)."""
+        v = dict(values)
+        if v["c"] is None:
+            raise TypeError(f"{cls.name} requires parameter c (the cut-off, an integer >= 1)")
+        for name in ("c", "k_max", "sensitivity", "epsilon", "delta", "margin"):
+            _validate.scalar(name, v[name])
+        _validate.integer("c", v["c"], minimum=1)
+        _validate.positive("sensitivity", v["sensitivity"])
+        if v["epsilon"] is not None:
+            _validate.positive("epsilon", v["epsilon"])
+        if v["delta"] is not None:
+            _validate.probability("delta", v["delta"], open_low=False)
+        if v["k_max"] is not None:
+            _validate.integer("k_max", v["k_max"], minimum=1)
+        if v["margin"] is not None:
+            _validate.nonnegative("margin", v["margin"])
+        if not isinstance(v["resample"], bool):
+            raise TypeError(f"resample must be True or False; got {v['resample']!r}")
         for field in ("threshold_noise", "query_noise"):
-            value = getattr(self, field)
+            value = v[field]
             if value is not None and not isinstance(value, Noise):
                 raise TypeError(f"{field} must be a svtjax.noise object such as "
                                 f"Gaussian(sigma) or Laplace(scale); got {value!r}")
         for field, kind in (("c", int), ("k_max", int), ("sensitivity", float),
                             ("epsilon", float), ("delta", float), ("margin", float)):
-            value = getattr(self, field)
+            value = v[field]
             if value is not None and is_concrete(value) and jnp.ndim(value) == 0:
-                object.__setattr__(self, field, kind(value))
-        if (self.threshold_noise is None) != (self.query_noise is None):
-            raise TypeError(f"{self.name}: give both threshold_noise and query_noise, or "
+                v[field] = kind(value)
+        if (v["threshold_noise"] is None) != (v["query_noise"] is None):
+            raise TypeError(f"{cls.name}: give both threshold_noise and query_noise, or "
                             "neither (with epsilon)")
-        if self.threshold_noise is None and self.epsilon is None:
-            raise TypeError(f"{self.name} requires threshold_noise and query_noise (Noise "
+        if v["threshold_noise"] is None and v["epsilon"] is None:
+            raise TypeError(f"{cls.name} requires threshold_noise and query_noise (Noise "
                             "objects), or a target epsilon (and delta) to calibrate them")
-        if self.epsilon is not None and is_concrete((self.epsilon, self.threshold_noise,
-                                                      self.query_noise)):
-            self._calibrate()
+        if v["epsilon"] is not None and is_concrete((v["epsilon"], v["threshold_noise"],
+                                                      v["query_noise"])):
+            v["threshold_noise"], v["query_noise"] = cls._calibrated(v)
+        return v
 
-    def _calibrate(self) -> None:
-        rho = Laplace(1.0) if self.threshold_noise is None else self.threshold_noise
-        nu = Laplace(2.0) if self.query_noise is None else self.query_noise
-        delta = 0.0 if self.delta is None else float(self.delta)
+    @classmethod
+    def _calibrated(cls, v: dict):
+        """The noises (given, or Algorithm 1's Laplace pair) scaled by the factor at which
+        ``privacy()`` reaches the target (ε, δ) (``accounting.calibrate``)."""
+        rho = Laplace(1.0) if v["threshold_noise"] is None else v["threshold_noise"]
+        nu = Laplace(2.0) if v["query_noise"] is None else v["query_noise"]
+        delta = 0.0 if v["delta"] is None else float(v["delta"])
+        mech = draft(cls, **v)  # its privacy bound, before construction ends
 
         def guarantee(factor):
-            return self._guarantee(_scaled(rho, factor), _scaled(nu, factor))
+            return mech._guarantee(_scaled(rho, factor), _scaled(nu, factor))
 
         try:
-            factor = accounting.calibrate(guarantee, float(self.epsilon), delta)
+            factor = accounting.calibrate(guarantee, float(v["epsilon"]), delta)
         except ValueError as err:
-            raise ValueError(f"{self.name}: cannot calibrate {rho.family}/{nu.family} noise to "
-                             f"epsilon={self.epsilon}, delta={delta}: "
+            raise ValueError(f"{cls.name}: cannot calibrate {rho.family}/{nu.family} noise to "
+                             f"epsilon={v['epsilon']}, delta={delta}: "
                              f"{guarantee(1.0).statement}") from err
-        object.__setattr__(self, "threshold_noise", _scaled(rho, factor))
-        object.__setattr__(self, "query_noise", _scaled(nu, factor))
+        return _scaled(rho, factor), _scaled(nu, factor)
 
     def _guarantee(self, rho: Noise, nu: Noise):
         if rho.family not in _ACCOUNTED or nu.family not in _ACCOUNTED:
@@ -252,18 +259,21 @@ class StagewiseSVT(GeneralizedSVT):
     composition: str = static_field(default="optimal")
     name = "stagewise-svt"
 
-    def __post_init__(self):
-        _validate.scalars(self, ("c", "c_stage"))
-        if self.c is not None:
-            _validate.integer("c", self.c, minimum=1)
-        if self.c_stage is None and self.c is not None and is_concrete(self.c):
-            object.__setattr__(self, "c_stage", max(1, math.isqrt(int(self.c))))
-        if self.c_stage is not None:
-            _validate.integer("c_stage", self.c_stage, minimum=1)
-            if is_concrete(self.c_stage) and jnp.ndim(self.c_stage) == 0:
-                object.__setattr__(self, "c_stage", int(self.c_stage))
-        _validate.one_of("composition", self.composition, ("optimal", "kov", "strong"))
-        self._check_generalized()
+    @classmethod
+    def _normalize(cls, values):
+        v = dict(values)
+        for name in ("c", "c_stage"):
+            _validate.scalar(name, v[name])
+        if v["c"] is not None:
+            _validate.integer("c", v["c"], minimum=1)
+        if v["c_stage"] is None and v["c"] is not None and is_concrete(v["c"]):
+            v["c_stage"] = max(1, math.isqrt(int(v["c"])))
+        if v["c_stage"] is not None:
+            _validate.integer("c_stage", v["c_stage"], minimum=1)
+            if is_concrete(v["c_stage"]) and jnp.ndim(v["c_stage"]) == 0:
+                v["c_stage"] = int(v["c_stage"])
+        _validate.one_of("composition", v["composition"], ("optimal", "kov", "strong"))
+        return super()._normalize(v)
 
     def _guarantee(self, rho: Noise, nu: Noise):
         if rho.family not in _ACCOUNTED or nu.family not in _ACCOUNTED:

@@ -21,8 +21,10 @@ leaves, plus a few pure functions of **one trial** that the one engine
 The engine owns everything else once: block-keyed draws, early exit with compaction of finished
 trials, the lazy Fisher–Yates shuffle (``shuffle=True``), retraversal passes
 (:meth:`~ThresholdMechanism.passes`), a cap on the stream length (:meth:`~ThresholdMechanism.cap`),
-batching over trials, dtype, and the Outcome arrays. ``mech(key, q, T)``, ``mech.draw``,
-``mech.decide`` and the batched entry ``simulate`` uses are provided here for every rule.
+batching over trials, dtype, the Outcome arrays, and the memory a trial takes (derived from the
+declared streams and outputs, :mod:`svtjax.engine.sizing`: a rule writes no sizing code).
+``mech(key, q, T)``, ``mech.draw``, ``mech.decide`` and the batched entry ``simulate`` uses are
+provided here for every rule.
 
 A worked example (an SVT variant of one's own, its numpy reference and its test) is in
 ``examples/`` and the README.
@@ -187,11 +189,6 @@ class ThresholdMechanism(Mechanism):
 
     def stream_length(self, n: int) -> int:
         return n * self.passes()
-
-    def working_bytes(self, n: int, itemsize: int, shuffle: bool) -> int:
-        from svtjax import engine as _engine
-
-        return _engine.working_bytes(self, n, itemsize, shuffle)
 
     # -- the contract, for every rule ------------------------------------------------------------
     def draw(self, key: Key, n: int, *, shuffle: bool = False, dtype: DTypeLike = None) -> Draws:

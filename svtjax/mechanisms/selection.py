@@ -52,7 +52,7 @@ References:
 from __future__ import annotations
 
 import functools
-from typing import Any, ClassVar, Optional
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -63,7 +63,14 @@ from svtjax import _validate
 from svtjax._core import Draws, Outcome
 from svtjax._pytree import is_concrete, pytree_dataclass, staged_call, static_field
 from svtjax.accounting import PureDP, Unproven
-from svtjax.mechanisms.base import Mechanism, register, stream_key, stream_variates
+from svtjax.mechanisms.base import (
+    Footprint,
+    Held,
+    Mechanism,
+    register,
+    stream_key,
+    stream_variates,
+)
 from svtjax.noise import Exponential, Gumbel, Laplace
 from svtjax.reference import selection as ref
 from svtjax.testing import Case, Claim, LawTestedIn, eps_sensitivity
@@ -88,9 +95,12 @@ class SelectionMechanism(Mechanism):
     noise_family: ClassVar[type] = Gumbel
     picks_param: ClassVar[str] = "k"
     releases_gaps: ClassVar[bool] = False  # values[i] = noisy(i-th pick) - noisy((i+1)-th best)
-    # Each trial holds its whole noisy stream: on a CPU, chunks of 8 MB ran faster than one
-    # chunk of all trials at both headline sizes (benchmarks/RESULTS.md, Decisions).
-    cpu_chunk_bytes: ClassVar[Optional[int]] = 8 * 2**20
+    footprint: ClassVar[Footprint] = Footprint(held=(
+        Held("the standard variates, the noisy scores and top_k's copy of them", floats=3),),
+        cache_bound=True)
+    """A trial holds its whole noisy score vector, and the kernel reads all of it: cache-bound
+    (a CPU runs it in cache-sized chunks, ``svtjax.engine.platform.CACHE_CHUNK_BYTES``).
+    ``shuffle`` is ignored, so no order is held."""
 
     def num_picks(self) -> int:
         """k: the Outcome length (static)."""
@@ -114,23 +124,40 @@ class SelectionMechanism(Mechanism):
         ``svtjax._validate.computable`` checks against a run's dtype)."""
         return {"query": self.noise_family(self.scale())}
 
+    @classmethod
+    def _normalize(cls, values: dict) -> dict:
+        """Construction (``svtjax._pytree``): checks ε, Δ, the number of picks and
+        ``monotonic`` (:meth:`_checked`) and stores ε and Δ as Python floats, the picks as a
+        Python int."""
+        v = dict(values)
+        cls._checked(v)
+        v["epsilon"] = _canonical_float(v["epsilon"])
+        v["sensitivity"] = _canonical_float(v["sensitivity"])
+        v[cls.picks_param] = int(v[cls.picks_param])
+        return v
+
     def _check_common(self) -> None:
-        picks_name = self.picks_param
-        _validate.scalars(self, ("epsilon", "sensitivity"))
-        object.__setattr__(self, "epsilon", _canonical_float(
-            _validate.positive("epsilon", self.epsilon)))
-        object.__setattr__(self, "sensitivity", _canonical_float(
-            _validate.positive("sensitivity", self.sensitivity)))
-        picks = getattr(self, picks_name)
+        """The checks of :meth:`_normalize` on a built mechanism (they hold: construction ran
+        them)."""
+        self._checked({f: getattr(self, f) for f in ("epsilon", "sensitivity", "monotonic",
+                                                      self.picks_param)})
+
+    @classmethod
+    def _checked(cls, v: dict) -> None:
+        picks_name = cls.picks_param
+        for name in ("epsilon", "sensitivity"):
+            _validate.scalar(name, v.get(name))
+        _validate.positive("epsilon", v["epsilon"])
+        _validate.positive("sensitivity", v["sensitivity"])
+        picks = v[picks_name]
         if not is_concrete(picks) or isinstance(picks, bool):
             raise TypeError(f"{picks_name} must be a Python integer >= 1 (it fixes the output "
                             f"shape, so it is static and cannot be traced); got {picks!r}")
         _validate.integer(picks_name, picks, minimum=1)
         if np.ndim(picks) != 0:
             raise ValueError(f"{picks_name} must be a single integer >= 1; got {picks!r}")
-        object.__setattr__(self, picks_name, int(picks))
-        if not isinstance(self.monotonic, bool):
-            raise TypeError(f"monotonic must be True or False; got {self.monotonic!r}")
+        if not isinstance(v["monotonic"], bool):
+            raise TypeError(f"monotonic must be True or False; got {v['monotonic']!r}")
 
     def _check_n(self, n: int) -> None:
         k = self.num_picks()
@@ -183,11 +210,6 @@ class SelectionMechanism(Mechanism):
         (module docstring)."""
         del thresholds, shuffle, offsets, width, engine
         return jax.vmap(lambda key: _trial(self, key, queries, vectorized))(keys)
-
-    def working_bytes(self, n: int, itemsize: int, shuffle: bool) -> int:
-        del shuffle
-        k = self.num_picks()
-        return k * (1 + 4 + 2 * itemsize) + n * 3 * itemsize
 
 
 # -- kernel (one trial) --------------------------------------------------------------------
@@ -298,9 +320,6 @@ class EMPeeling(SelectionMechanism):
 
     picks_param = "c"
 
-    def __post_init__(self):
-        self._check_common()
-
     def weight(self):
         """w in exp(w·q): ε/(2cΔ), or ε/(cΔ) for monotonic scores (Lyu et al. 2017, §4.4)."""
         return 1.0 / self.scale()
@@ -373,7 +392,6 @@ class ReportNoisyMax(SelectionMechanism):
 
     def __post_init__(self):
         _validate.one_of("noise", self.noise, tuple(NOISES))
-        self._check_common()
 
     @property
     def noise_family(self) -> type:  # type: ignore[override]
@@ -433,9 +451,6 @@ class NoisyTopKGap(SelectionMechanism):
     noise_family: ClassVar[type] = Laplace
     releases_gaps: ClassVar[bool] = True
     name = "noisy-top-k-gap"
-
-    def __post_init__(self):
-        self._check_common()
 
     def privacy(self):
         mono = " (monotonic queries, Lap(kΔ/ε))" if self.monotonic else ""

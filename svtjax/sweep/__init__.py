@@ -12,8 +12,8 @@ of one's own, seeds, exact columns and the files a sweep writes.
 The package's modules: ``config`` (:class:`SweepConfig`, :func:`load_config`), ``validate``
 (the checks of a config), ``grid`` (:class:`Point`, :func:`expand`), ``reduce`` (per-trial
 metrics and their host-side merge), ``runner`` (:func:`run`), ``store`` (the output directory,
-its lock and the point records), ``exact`` (the exact columns) and ``report`` (rows, results
-files, tables).
+its lock and the point records), ``exact`` (the exact columns), ``picks`` (em-peeling points
+that differ only in c share one compiled chunk) and ``report`` (rows, results files, tables).
 """
 
 # the public names (__all__), and (``x as x``) private ones that svtjax.cli, svtjax.plot and the

@@ -15,6 +15,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
+from svtjax import engine as _engine
 from svtjax.datasets._thresholds import ThresholdRule
 from svtjax.sweep.config import (
     Metric,
@@ -25,6 +26,7 @@ from svtjax.sweep.config import (
 )
 from svtjax.sweep.exact import _Exact
 from svtjax.sweep.grid import Point, _load_datasets, _threshold, expand
+from svtjax.sweep.picks import share_picks
 from svtjax.sweep.reduce import BLOCK_TRIALS, TRACES, _reducer_fn, _Stats
 from svtjax.sweep.report import _rows, _write_outputs
 from svtjax.sweep.store import (
@@ -38,15 +40,15 @@ from svtjax.sweep.store import (
 
 
 def _extra_bytes(k: int, num_metrics: int) -> int:
-    """A point's working memory per trial besides the mechanism's (``mech.working_bytes``):
-    the picks and the per-trial metric values."""
+    """A point's working memory per trial besides the mechanism's
+    (``svtjax.engine.working_bytes``): the picks and the per-trial metric values."""
     return 4 * k * 8 + num_metrics * 8
 
 
 def _bytes_per_trial(mech, n: int, itemsize: int, shuffle: bool, k: int,
                      num_metrics: int) -> int:
     """A point's working memory per trial: the mechanism's plus :func:`_extra_bytes`."""
-    return mech.working_bytes(n, itemsize, shuffle) + _extra_bytes(k, num_metrics)
+    return _engine.working_bytes(mech, n, itemsize, shuffle) + _extra_bytes(k, num_metrics)
 
 
 AUTO_POINTS_PER_BATCH = {"cpu": 1}
@@ -250,7 +252,10 @@ def _run_points(config, outdir, dtype, pidx, pcount, num_devices, resume, progre
     # groups of points sharing a compiled kernel; each process takes every pcount-th point
     groups: dict[tuple, list[int]] = {}
     mechs = [p.build(checked=False) for p in points]  # expand(config) checked every one
-    for i, (p, m) in enumerate(zip(points, mechs)):
+    # em-peeling points of a dataset share one compiled chunk (svtjax.sweep.picks)
+    run_mechs = share_picks(points, mechs, config.metrics,
+                            [m.name for m in config.extra_metrics])
+    for i, (p, m) in enumerate(zip(points, run_mechs)):
         groups.setdefault(_group_key(p, m), []).append(i)
     # which points get exact columns (and one line per mechanism that does not), before any
     # compilation
@@ -261,7 +266,7 @@ def _run_points(config, outdir, dtype, pidx, pcount, num_devices, resume, progre
                  [i for i in range(len(points)) if ids[i] in records
                   and not exact.current(records[ids[i]])])
     total = sum(len(v) for v in todo.values()) * config.trials
-    state = _RunState(config, outdir, dtype, pidx, points, ids, mechs, records, exact,
+    state = _RunState(config, outdir, dtype, pidx, points, ids, run_mechs, records, exact,
                       _Progress(total, progress, log))
     traces_before = dict(TRACES)
     try:
