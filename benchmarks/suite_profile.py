@@ -11,8 +11,12 @@ which includes loading an executable from the persistent cache) and cache reads;
 persistent-cache key read (by wrapping JAX's private ``compiler._cache_read``) and JAX's
 cache-hit and cache-miss events, so a report can count distinct programs and the programs
 compiled because the persistent cache did not have them; and the same durations per jitted
-function (by name), so a report can say which programs the staging time goes to. ``DIR``
-defaults to ``/tmp/svtjax-suite-profile``.
+function (by name), so a report can say which programs the staging time goes to; and the
+entries each test added to the tests' persistent compilation cache (``$SVTJAX_CACHE_DIR``, set
+by ``tests/conftest.py``), which also counts what the test's subprocesses compiled (the command
+line tests'); with ``-n 2`` the other worker's entries can land in a test's count, so run a
+file alone (``-p no:cacheprovider``, no ``-n``) for exact counts. ``DIR`` defaults to
+``/tmp/svtjax-suite-profile``.
 """
 
 from __future__ import annotations
@@ -79,14 +83,24 @@ def pytest_configure(config) -> None:
     compiler._cache_read = logged_read
 
 
+def _cache_entries() -> int:
+    directory = os.environ.get("SVTJAX_CACHE_DIR")
+    try:
+        return len(os.listdir(directory)) if directory else 0
+    except OSError:
+        return 0
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     _current[0] = item.nodeid
+    entries = _cache_entries()
     start = time.perf_counter()
     try:
         return (yield)
     finally:
         _stats[item.nodeid]["wall"] += time.perf_counter() - start
+        _stats[item.nodeid]["new_entries"] += _cache_entries() - entries
         _current[0] = None
 
 
@@ -120,10 +134,19 @@ def report(directory: Path) -> str:
              f"cache reads {len(keys)}, distinct keys {len({k for _, k, _, _ in keys})}; "
              f"hits {totals[HITS]:.0f}, misses (compiled) {totals[MISSES]:.0f}", "",
              f"{'file':46s} {'wall s':>7s} {'trace s':>8s} {'lower s':>8s} {'programs':>8s} "
-             f"{'compile s':>9s} {'misses':>6s}"]
+             f"{'compile s':>9s} {'misses':>6s} {'cached':>6s}"]
     for name, c in sorted(per_file.items(), key=lambda kv: -kv[1]["wall"]):
         lines.append(f"{name:46s} {c['wall']:7.1f} {c[TRACE]:8.1f} {c[LOWER]:8.1f} "
-                     f"{c[LOWER + '#n']:8.0f} {c[COMPILE]:9.1f} {c[MISSES]:6.0f}")
+                     f"{c[LOWER + '#n']:8.0f} {c[COMPILE]:9.1f} {c[MISSES]:6.0f} "
+                     f"{c['new_entries']:6.0f}")
+    slowest = sorted(tests.items(), key=lambda kv: -kv[1].get(COMPILE, 0.0))[:25]
+    lines += ["", "the 25 tests with the most backend compile time (cached: entries the test "
+              "added to the persistent cache, its subprocesses' included):",
+              f"{'test':70s} {'wall s':>7s} {'programs':>8s} {'compile s':>9s} {'cached':>6s}"]
+    for nodeid, c in slowest:
+        lines.append(f"{nodeid[-70:]:70s} {c.get('wall', 0.0):7.1f} "
+                     f"{c.get(LOWER + '#n', 0):8.0f} {c.get(COMPILE, 0.0):9.1f} "
+                     f"{c.get('new_entries', 0):6.0f}")
     if programs:
         staged = lambda c: c[TRACE] + c[LOWER] + c[COMPILE]  # noqa: E731
         lines += ["", "programs by the jitted function's name (a jax.numpy operation run "

@@ -458,7 +458,11 @@ def test_suite_profile_report_sums_the_workers_per_file_and_per_program(tmp_path
     lines = sp.report(tmp_path).splitlines()
     assert lines[0].startswith("tests 3; wall 7.0 s; tracing 0.5 s")
     assert "distinct keys 2" in lines[1]
-    per_file = [line.split() for line in lines if line.startswith("tests/")]
+    per_file = [line.split() for line in lines
+                if line.startswith("tests/") and "::" not in line.split()[0]]
+    per_test = [line.split()[0] for line in lines if "::" in line.split(" ")[0]]
+    assert sorted(per_test) == ["tests/test_a.py::t1", "tests/test_a.py::t2",
+                                "tests/test_b.py::t3"]  # the tests by compile time
     assert [row[:2] for row in per_file] == [["tests/test_b.py", "4.0"],
                                               ["tests/test_a.py", "3.0"]]
     run = next(line.split() for line in lines if line.startswith("run "))

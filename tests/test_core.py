@@ -76,10 +76,12 @@ def test_prefix_counts_equal_totals_on_prefix_streams(length):
 
 
 def test_prefix_counts_of_simulated_svt_are_the_totals():
+    # The shapes (300 float64 queries, a scalar threshold; 37 trials in order, 512 shuffled)
+    # and the structure of tests/test_simulate.py's svt-s runs: the same compiled programs.
     mech = svtjax.get("svt-s", epsilon=0.5, c=3)
     q = np.random.default_rng(0).normal(0.0, 3.0, 300)
-    for shuffle in (False, True):
-        out = svtjax.simulate(mech, q, 2.0, trials=50, shuffle=shuffle)
+    for shuffle, trials in ((False, 37), (True, 512)):
+        out = svtjax.simulate(mech, q, 2.0, trials=trials, shuffle=shuffle)
         evaluated, tops = svtjax.prefix_counts(out)
         np.testing.assert_array_equal(evaluated, (np.asarray(out.answers) >= 0).sum(1))
         np.testing.assert_array_equal(tops, (np.asarray(out.answers) == 1).sum(1))
@@ -118,7 +120,7 @@ def test_bounded_uniform_is_lemires_method():
                            np.full(300, 2**31 // 3 * 2 + 1), np.full(300, 2**30 + 1)])
     span = span.astype(np.int32)
     key = jax.random.key(5)
-    got = np.asarray(bounded_uniform(key, jnp.asarray(span)))
+    got = np.asarray(jax.jit(bounded_uniform)(key, jnp.asarray(span)))  # as the engine runs it
     want, attempts = _lemire_reference(key, span)
     assert attempts >= 3  # rejected words were redrawn, some more than once
     np.testing.assert_array_equal(got, want)
@@ -143,9 +145,9 @@ def test_bounded_uniform_frequencies():
 
     from svtjax.mechanisms.base import bounded_uniform
 
+    draw = jax.jit(bounded_uniform)  # one program for the three spans (as the engine runs it)
     for span in (6, 7, 1000):
-        draws = np.asarray(bounded_uniform(jax.random.key(span), jnp.full((300_000,), span,
-                                                                           jnp.int32)))
+        draws = np.asarray(draw(jax.random.key(span), jnp.full((300_000,), span, jnp.int32)))
         counts = np.bincount(draws, minlength=span)
         assert counts.shape == (span,)
         assert stats.chisquare(counts).pvalue > 1e-5, span
