@@ -20,12 +20,12 @@ import pathlib
 from types import ModuleType
 
 #: The order ``svtjax reproduce all`` runs the known experiments in; modules added later (one
-#: file each) run after them, alphabetically. Heaviest first (by their ``--paper`` wall times
-#: with an empty compilation cache on the 2-core CPU, two at a time, 2026-11-27: audit 6.4 min,
-#: lyu2017 5.0, ding2019 5.0, liu2024 5.0, zhu_wang2020 1.0; optimal_allocation about 18 min
-#: alone on the idle CPU, half of it on retail): with ``--jobs`` above 1 the longest ones start
-#: first, so the cores stay busy to the end (longest-processing-time-first scheduling).
-ORDER = ("optimal_allocation", "audit", "lyu2017", "ding2019", "liu2024", "zhu_wang2020")
+#: file each) run after them, alphabetically. Heaviest first, by their ``--paper`` cost from an
+#: empty compilation cache on the 2-core CPU (the ``reproduce-cold`` record of
+#: ``benchmarks/RESULTS.md`` gives each one's wall time): with ``--jobs`` above 1 the longest
+#: ones start first, so the cores stay busy to the end (longest-processing-time-first).
+ORDER = ("lyu2017", "audit", "ding2019", "optimal_allocation", "liu2024", "zhu_wang2020",
+         "selection_baselines")
 
 HERE = pathlib.Path(__file__).resolve().parent
 

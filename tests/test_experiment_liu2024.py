@@ -6,7 +6,7 @@ import os
 import pytest
 
 import experiments
-from experiments import liu2024
+from experiments import _liu_plots, liu2024
 from experiments._claims import VERDICTS, evaluate
 from tests.test_verify import assert_verifies_and_catches_tampering
 
@@ -20,8 +20,8 @@ def test_quick_run(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("SVTJAX_NO_CACHE", "1")
     out = str(tmp_path / "liu")
     axes = {}  # every figure's axes, by file name, as saved
-    save = liu2024._save
-    monkeypatch.setattr(liu2024, "_save", lambda plt, fig, out, name, paths: (
+    save = _liu_plots._save
+    monkeypatch.setattr(_liu_plots, "_save", lambda plt, fig, out, name, paths: (
         axes.__setitem__(name, [(ax.get_yscale(), ax.get_ylim(), ax) for ax in fig.axes]),
         save(plt, fig, out, name, paths)))
     seen = {}
@@ -65,8 +65,7 @@ def test_quick_run(tmp_path, monkeypatch, capsys):
     for r in _read(os.path.join(out, "table5.csv")):
         assert float(r["mean_h1"]) == pytest.approx(52.32 / float(r["epsilon"]), rel=1e-4)
     # Figures 7-8 ran on the sweep engine, which kept its tidy results (a rerun resumes)
-    for fig in ("fig7", "fig8"):
-        assert os.path.getsize(os.path.join(out, "sweep", fig, "t40i10d100k", "results.csv")) > 0
+    assert os.path.getsize(os.path.join(out, "sweep", "t40i10d100k", "results.csv")) > 0
     text = open(os.path.join(out, "summary.md"), encoding="utf-8").read()
     assert "Table 5" in text and "## Claims checked" in text and "35450.45" in text
     assert "RESAMPLE" in text and "footnote 3" in text
@@ -244,24 +243,72 @@ def test_fig8_holm_family_is_the_whole_claim(tmp_path):
 
 
 def test_fig8_one_traversal_points_carry_the_exact_ncr(tmp_path):
-    """Issue 17 item 7: Figure 8's sweep asks for exact columns; its one-traversal points (the
-    only ones with an exact law) carry svtjax.exact's E[NCR] into the rows, the figure and the
-    summary's agreement check, and the others carry none."""
+    """Issue 17 item 7: Figure 8's one-traversal points (the only ones with an exact law)
+    carry svtjax.exact's E[NCR] into the rows, the figure and the summary's agreement check,
+    and the others carry none. Figure 8 is read off Figure 7's runs: the count equal to
+    Figure 7's traversals is its NCR, the others the sweep's first-traversals metrics."""
     from svtjax import datasets, sweep
 
     data = datasets.load("adult")
-    config = liu2024.Config(fig8_passes=(1, 2), fig8_epsilons=(1.0,), trials=200)
-    cfg = liu2024.fig8_sweep(config, "adult", data)
-    assert cfg["sweep"]["exact"] is True
+    config = liu2024.Config(epsilons=(0.5, 1.0), passes=2, fig8_passes=(1, 2),
+                            fig8_epsilons=(1.0,), trials=200)
+    cfg = liu2024.fig7_sweep(config, "adult", data)
+    assert cfg["sweep"]["metrics"] == ["ncr", "f1", "ncr_pass1", "f1_pass1"]
+    assert "exact" not in cfg["sweep"]
     cfg["mechanisms"] = [m for m in cfg["mechanisms"] if m["label"] == "SVT-Exp (optimal)"]
-    result = sweep.run(cfg, str(tmp_path / "sweep"), log=lambda *a: None)
-    rows = liu2024._figure_rows(liu2024._points(result), data, config, 1)
+    result = sweep.run(cfg, str(tmp_path / "sweep"), log=lambda *a: None,
+                       metrics=liu2024.pass_metrics(config, "adult"))
+    points = liu2024._points(result)
+    (point,) = [p for p in points if p["epsilon"] == 1.0]
+    rows = liu2024._figure_rows(liu2024._fig8_points(points, data, config), data, config, 2)
     assert [(r["passes"], r["exact_ncr"] is not None) for r in rows] == [(1, True), (2, False)]
-    one = rows[0]
+    one, two = rows
+    assert (one["ncr"], two["ncr"]) == (point["ncr_pass1"], point["ncr"])
     assert 0.0 < one["exact_ncr"] <= 1.0
     assert abs(one["ncr"] - one["exact_ncr"]) < 5 * one["ncr_se"]  # fixed seed
     text = "\n".join(liu2024._exact_markdown(rows))
     assert "1 cells" in text and "0 cell(s) beyond the bound" in text
+
+
+def test_fig8_counts_are_the_first_traversals_of_a_longer_run():
+    """Figure 8 reads a p-traversal run off the first p traversals of Figure 7's runs: the
+    engine's p-traversal run answers exactly as the first p traversals of a longer one (same
+    seed: bit for bit), so the first-traversals metric equals the shorter run's NCR and F1."""
+    import types
+
+    import jax.numpy as jnp
+    import numpy as np
+
+    import svtjax
+    from svtjax import metrics
+    from svtjax.simulate import simulate
+
+    n, c = 40, 4
+    scores = np.sort(np.random.default_rng(0).gamma(2.0, 30.0, n))[::-1].copy()
+    threshold = float(scores[7])
+
+    def run(passes):
+        mech = svtjax.get("svt-exp", epsilon=0.5,
+                          **liu2024._params("SVT-Exp (optimal)", c, n, passes, 0.0))
+        return simulate(mech, scores, threshold, trials=64, seed=1, shuffle=True)
+
+    full = run(3)
+    everything = metrics.evaluate_outcome(full, scores, c)
+    ctx = types.SimpleNamespace(k=c)
+    for p in (1, 2):
+        want = metrics.evaluate_outcome(run(p), scores, c)
+        for metric in ("ncr", "f1"):
+            got = liu2024._first_passes(p, metric, full, jnp.asarray(scores), c, ctx)
+            np.testing.assert_array_equal(np.asarray(got), np.asarray(want[metric]))
+        # not vacuous: later traversals add picks in some trials
+        assert np.any(np.asarray(want["ncr"]) < np.asarray(everything["ncr"]))
+
+
+def test_fig8_counts_beyond_figure_7s_are_refused():
+    """Figure 8's counts come from Figure 7's runs: a count above ``passes`` is refused,
+    before anything runs."""
+    with pytest.raises(ValueError, match=r"fig8_passes must be integers from 1 to passes = 2"):
+        liu2024.run(liu2024.Config(passes=2, fig8_passes=(1, 3)))
 
 
 def test_fig8_runs_both_rates_on_t40(tmp_path):
@@ -272,11 +319,13 @@ def test_fig8_runs_both_rates_on_t40(tmp_path):
 
     data = datasets.load("t40i10d100k")
     config = liu2024.Config(fig8_epsilons=(0.1,))
-    labels = {m["label"]: m for m in liu2024.fig8_sweep(config, "t40i10d100k", data)["mechanisms"]}
+    labels = {m["label"]: m for m in liu2024.fig7_sweep(config, "t40i10d100k", data)[
+        "mechanisms"]}
     assert labels[liu2024.H1]["monotonic"] is True
     assert labels[liu2024.H1]["allocation"] == "1:(2c)^(2/3)"
+    assert labels[liu2024.H1]["epsilon"] == [0.1]  # Figure 8's ε only
     assert labels["SVT-Exp (optimal)"].get("monotonic", False) is False
-    assert liu2024.H1 not in {m["label"] for m in liu2024.fig8_sweep(
+    assert liu2024.H1 not in {m["label"] for m in liu2024.fig7_sweep(
         config, "adult", datasets.load("adult"))["mechanisms"]}
     rows = _fig8_rows({1: -0.05, 2: 0.05, 3: 0.05})
     rows += [dict(r, method=liu2024.H1) for r in rows if r["method"] == "SVT-Exp (optimal)"]

@@ -56,6 +56,50 @@ def test_tiny_run_writes_outputs(tmp_path, capsys):
     assert_verifies_and_catches_tampering(str(tmp_path), capsys)
 
 
+def test_exact_sers_are_float64_one_call_per_c_and_reused(tmp_path, monkeypatch):
+    """The SVT-S cells' exact E[SER] (computed beside the sweep, in float64): the sweep's own
+    exact column (float32) to its rounding, one ``expected_metrics_many`` call per c, and a
+    rerun reads them back (``EXACT_FILE``) unless the rule or the cell's point id changed."""
+    import jax
+
+    import svtjax
+    from svtjax import exact
+
+    scores = datasets.load("zipf", n=120).scores
+    config = lyu2017.Config(cs=(5, 9), epsilons=(0.5, 1.0), methods=("SVT-S-1:1", "SVT-S-1:c",
+                                                                     "EM"))
+    calls = []
+    many = exact.expected_metrics_many
+
+    def counted(mechs, *a, **kw):
+        calls.append(len(mechs))
+        return many(mechs, *a, **kw)
+
+    monkeypatch.setattr(exact, "expected_metrics_many", counted)
+    got = lyu2017.exact_sers(config, "zipf", scores, config.cs, str(tmp_path))
+    assert calls == [4, 4] and len(got) == 8  # 2 methods x 2 ε per c; EM has no exact law
+    # what the sweep's exact column gave (float32, x64 off here), at c = 9
+    threshold = datasets.lyu_threshold(scores, 9)
+    cells = [(e, m) for m in ("SVT-S-1:1", "SVT-S-1:c") for e in (0.5, 1.0)]
+    mechs = [svtjax.get("svt-s", epsilon=e, c=9, **lyu2017.METHODS[m][1]) for e, m in cells]
+    with jax.enable_x64(False):
+        f32 = many(mechs, scores, threshold, shuffle=True, c=9, rules=[
+            exact.quadrature(m, scores, threshold, **lyu2017.EXACT_ACCURACY) for m in mechs])
+    assert all(v["ser"].dtype == np.float32 for v in f32)
+    for (e, m), v in zip(cells, f32):
+        assert got[(e, 9, m)] == pytest.approx(float(v["ser"]), abs=1e-5)
+    calls.clear()
+    assert lyu2017.exact_sers(config, "zipf", scores, config.cs, str(tmp_path)) == got
+    assert calls == []  # read back
+    new_code = {(0.5, 9, "SVT-S-1:c"): "another point id"}  # the sweep's code changed
+    lyu2017.exact_sers(config, "zipf", scores, config.cs, str(tmp_path), new_code)
+    assert calls == [1]  # that cell only
+    calls.clear()
+    monkeypatch.setattr(lyu2017, "EXACT_ACCURACY", {"kink_tol": 1e-5})
+    lyu2017.exact_sers(config, "zipf", scores, config.cs, str(tmp_path), new_code)
+    assert calls == [4, 4]  # another rule: computed again
+
+
 def test_tolerances_pass_the_papers_own_table3(tmp_path):
     """Issue 59 item 11: a tolerance the paper's own numbers fail cannot judge ours (the old
     ε = 0.5 allocation rule failed Table 3 at Kosarak c = 100, 150). Every claim that Table 3

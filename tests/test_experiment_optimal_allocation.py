@@ -45,6 +45,16 @@ def test_an_interior_optimum_is_not_flagged(monkeypatch):
     assert oa.on_bound(1e-3, (1e-3, 0.8)) and not oa.on_bound(0.05, (1e-3, 0.8))
 
 
+def test_search_runs_at_the_modules_tolerance(monkeypatch):
+    seen = []
+    monkeypatch.setattr(oa.exact, "optimal_allocation", lambda *a, **kw: seen.append(kw) or
+                        types.SimpleNamespace(share=0.05, value=0.1, grid=[], evaluations=3))
+    monkeypatch.setattr(oa.exact, "law_at_share", lambda *a, **k: None)
+    monkeypatch.setattr(oa.exact, "expected_metrics", lambda *a, **k: {"ser": 0.2})
+    oa.row_for("svt-s-monotonic", "chess", 25, 0.1, True)
+    assert [kw["xtol"] for kw in seen] == [oa.XTOL]
+
+
 def test_lyu_rows_run_on_lyus_zipf():
     plan = oa._rows(("svt-s-monotonic", "svt-exp"), ("zipf",), (25,), True)
     assert {(k, d) for k, d, _, _ in plan} == {("svt-s-monotonic", "lyu-zipf"),
