@@ -2,9 +2,9 @@
 
 ``docs/guides/correctness.md``: because ``decide`` is deterministic, a mechanism's JAX
 kernel and its numpy reference, fed the same ``Draws``, must return identical ``answers`` and
-``items`` (and ``values`` / ``cost`` to 1e-12 in float64, to float32 rounding in float32). This
-module is the harness the project's own tests use for every registered mechanism, and what a
-mechanism author uses for theirs::
+``items`` (and ``values`` / ``cost`` to 1e-12 in float64, to float32 rounding in float32, of their
+operands' magnitude). This module is the harness the project's own tests use for every
+registered mechanism, and what a mechanism author uses for theirs::
 
     from svtjax import testing
 
@@ -240,15 +240,19 @@ def assert_matches_reference(name: str, *, reference: Optional[Callable] = None,
                              shapes: Sequence[int] = (9, 50), cases_per_shape: int = 110,
                              dtypes: Sequence = (np.float64, np.float32),
                              shuffle: Any = (False, True), seed: int = 0,
-                             check_scan: bool = True) -> int:
+                             check_scan: bool = True, check_lazy: bool = True) -> int:
     """Checks mechanism ``name`` against its numpy reference on common random numbers.
 
     For every case and stream length in ``shapes``, ``cases_per_shape`` mechanisms with random
     numeric parameters run on random inputs (:func:`random_inputs`) in one compiled call of
     ``decide`` (``lax.map`` over the cases) on ``draw``'s numbers; the reference gets the same
     draws as numpy arrays. Answers and items must be identical; values and costs equal to 1e-12
-    (float64) or float32 rounding. With ``check_scan`` the general per-position scan
-    (``decide(..., vectorized=False)``) must equal the vectorised path bit for bit.
+    (float64) or 1e-6 (float32), relative, and to that fraction of their operands' magnitude
+    (:func:`_tolerances`). With ``check_scan`` the general per-position scan
+    (``decide(..., vectorized=False)``) must equal the vectorised path bit for bit; with
+    ``check_lazy`` the engine's lazy run of each case's key (``run_batch``: noise drawn block by
+    block, the loop left once the trial halts; what ``mech(key, ...)`` and ``simulate`` run) must
+    equal ``decide`` on ``draw``'s numbers bit for bit, in the same compiled call.
 
     Args:
       name: a registered mechanism.
@@ -260,6 +264,8 @@ def assert_matches_reference(name: str, *, reference: Optional[Callable] = None,
         own mechanisms: float64 and float32.
       shuffle: item orders: False (the stream as given), True (a fresh random order per
         trial), or a sequence of both (the default: both, as svtjax's own tests do).
+      check_scan, check_lazy: the two bit-for-bit checks above (the scan only in float64 and
+        the stream's order; the lazy run where the mechanism has ``run_batch``).
 
     Returns:
       The number of (case, input) pairs checked.
@@ -281,13 +287,16 @@ def assert_matches_reference(name: str, *, reference: Optional[Callable] = None,
                     checked += _check_case(name, case, reference, dtype, order,
                                            seed + 1000 * ci + 100 * oi, shapes,
                                            cases_per_shape, check_scan and not order
-                                           and np.dtype(dtype) == np.float64)
+                                           and np.dtype(dtype) == np.float64, check_lazy)
     del jax
     return checked
 
 
-def _check_case(name, case, reference, dtype, shuffle, seed, shapes, per_shape, check_scan):
+def _check_case(name, case, reference, dtype, shuffle, seed, shapes, per_shape, check_scan,
+                check_lazy):
     import jax
+
+    from svtjax.mechanisms import base
 
     rng = np.random.default_rng(seed)
     cases = []  # per shape: (n, mechanisms, keys, queries, thresholds, per-query flags)
@@ -296,58 +305,74 @@ def _check_case(name, case, reference, dtype, shuffle, seed, shapes, per_shape, 
         keys = jax.random.split(jax.random.key(seed + n), per_shape)
         cases.append((n, mechs, keys) + random_inputs(rng, n, per_shape, dtype))
 
+    lazy = check_lazy and type(cases[0][1][0]).run_batch is not base.Mechanism.run_batch
+
     def one(args):
-        m, d, qq, tt = args
-        return m.decide(d, qq, tt), (m.decide(d, qq, tt, vectorized=False)
-                                     if check_scan else None)
+        m, d, key, qq, tt = args
+        return (m.decide(d, qq, tt),
+                m.decide(d, qq, tt, vectorized=False) if check_scan else None,
+                jax.tree_util.tree_map(lambda x: x[0], m.run_batch(key[None], qq, tt,
+                                                                   shuffle=shuffle))
+                if lazy else None)
 
     def run(inputs):
         # One program for every shape: the draws, the vectorised decision and (with
-        # check_scan) the general scan. The cases run one after another (lax.map), not
-        # vmapped: batching the engine's while loops costs as much staging as tracing them.
+        # check_scan) the general scan, (with check_lazy) the lazy run. The cases run one
+        # after another (lax.map), not vmapped: batching the engine's while loops costs as
+        # much staging as tracing them.
         outs = []
         for (n, mechs, *_), (keys, stacked, q, t) in zip(cases, inputs):
             draws = jax.vmap(lambda k: mechs[0].draw(k, n, shuffle=shuffle, dtype=dtype))(keys)
-            outs.append((draws,) + jax.lax.map(one, (stacked, draws, q, t)))
+            outs.append((draws,) + jax.lax.map(one, (stacked, draws, keys, q, t)))
         return outs
 
     results = jax.device_get(jax.jit(run)([(keys, _stack(mechs), q, t)
                                            for _, mechs, keys, q, t, _ in cases]))
     checked = 0
-    for (n, mechs, _, q, t, per_query), (draws, out, scan) in zip(cases, results):
+    for (n, mechs, _, q, t, per_query), (draws, out, scan, ran) in zip(cases, results):
         refs = []
         for i, mech in enumerate(mechs):
             d = jax.tree_util.tree_map(lambda x: np.asarray(x[i]), draws)
             thr = t[i] if per_query[i] else t[i, 0]
             refs.append(reference(d, np.asarray(q[i]), np.asarray(thr), **mech.reference_params()))
         # All cases at once; on a disagreement, case by case for a message naming the first.
-        if not (_outcomes_match(out, refs, dtype) and
-                (scan is None or all(np.array_equal(getattr(out, f), getattr(scan, f),
-                                                    equal_nan=True) for f in out._fields))):
+        if not (_outcomes_match(out, refs, dtype, q, t) and
+                all(other is None or all(np.array_equal(getattr(out, f), getattr(other, f),
+                                                        equal_nan=True) for f in out._fields)
+                    for other in (scan, ran))):
             for i, (mech, ref) in enumerate(zip(mechs, refs)):
                 got = jax.tree_util.tree_map(lambda x: x[i], out)
                 msg = (f"{case.id} n={n} case={i} {mech!r} dtype={np.dtype(dtype).name} "
                        f"shuffle={shuffle}")
-                _assert_outcomes(got, ref, dtype, msg)
-                if scan is not None:  # the general scan path equals the vectorised fast path
-                    for field in got._fields:
+                _assert_outcomes(got, ref, dtype, msg, q[i], t[i])
+                for other, what in ((scan, "scan != block"),  # the general scan path
+                                    (ran, "lazy run != decide(draw)")):
+                    for field in () if other is None else got._fields:
                         np.testing.assert_array_equal(
-                            getattr(got, field), getattr(scan, field)[i],
-                            err_msg=f"{msg}: scan != block ({field})")
+                            getattr(got, field), getattr(other, field)[i],
+                            err_msg=f"{msg}: {what} ({field})")
             raise AssertionError(f"{case.id} n={n}: the batched comparison failed but no "
                                  "single case did")  # pragma: no cover (a harness bug)
         checked += len(mechs)
     return checked
 
 
-def _tolerances(dtype, ref_values) -> tuple:
-    """(rtol, atol) of values and rtol of costs. float32: XLA may contract q + s*z into one
-    fused multiply-add, so rounding is allowed relative to the operands' magnitude, not to a
-    (possibly cancelled) result."""
-    if np.dtype(dtype) == np.float64:
-        return 1e-12, 0.0, 1e-12
-    scale = float(np.nanmax(np.abs(np.asarray(ref_values, float)), initial=1.0))
-    return 1e-6, 1e-6 * scale, 1e-6
+def _tolerances(dtype, ref_values, queries, thresholds) -> tuple:
+    """(rtol, atol) of values and rtol of costs: 1e-12 (float64) or 1e-6 (float32) relative.
+
+    A released value is a sum such as ``q_i + ν_i − (T_i + ρ)`` (or a difference of two noisy
+    scores) that XLA may round differently from numpy (e.g. contracting ``q + s·z`` into one
+    fused multiply-add), so the rounding allowed is also absolute, relative to the operands'
+    magnitude rather than to a (possibly cancelled) result: the relative tolerance times a bound
+    on the operands, the largest |query| plus the largest |threshold| (which bound q and T)
+    plus, twice, the largest |value| (which with them bounds the noises' sum,
+    |v − q + T| <= |v| + |q| + |T|)."""
+    rel = 1e-12 if np.dtype(dtype) == np.float64 else 1e-6
+    v = np.asarray(ref_values, float)
+    bound = float(np.max(np.abs(np.asarray(queries, float)), initial=0.0)
+                  + np.max(np.abs(np.asarray(thresholds, float)), initial=0.0))
+    vmax = float(np.nanmax(np.abs(v), initial=0.0))
+    return rel, rel * max(2.0 * (bound + vmax), 1.0), rel
 
 
 def _close(got, ref, rtol, atol) -> bool:
@@ -359,23 +384,24 @@ def _close(got, ref, rtol, atol) -> bool:
     return bool(np.all(np.abs(got[ok] - ref[ok]) <= atol + rtol * np.abs(ref[ok])))
 
 
-def _outcomes_match(out, refs, dtype) -> bool:
-    """Whether every case's outcome passes :func:`_assert_outcomes`."""
+def _outcomes_match(out, refs, dtype, q, t) -> bool:
+    """Whether every case's outcome passes :func:`_assert_outcomes` (``q``, ``t``: the cases'
+    queries and thresholds, one row each)."""
     for i, ref in enumerate(refs):
         if not (np.array_equal(out.answers[i], ref.answers)
                 and np.array_equal(out.items[i], ref.items)):
             return False
-        rtol, atol, rtol_cost = _tolerances(dtype, ref.values)
+        rtol, atol, rtol_cost = _tolerances(dtype, ref.values, q[i], t[i])
         if not (_close(out.values[i], ref.values, rtol, atol)
                 and _close(out.cost[i], ref.cost, rtol_cost, 0.0)):
             return False
     return True
 
 
-def _assert_outcomes(got, ref, dtype, msg) -> None:
+def _assert_outcomes(got, ref, dtype, msg, q, t) -> None:
     np.testing.assert_array_equal(got.answers, ref.answers, err_msg=f"{msg}: answers")
     np.testing.assert_array_equal(got.items, ref.items, err_msg=f"{msg}: items")
-    rtol, atol, rtol_cost = _tolerances(dtype, ref.values)
+    rtol, atol, rtol_cost = _tolerances(dtype, ref.values, q, t)
     np.testing.assert_allclose(got.values, ref.values, rtol=rtol, atol=atol,
                                err_msg=f"{msg}: values")
     np.testing.assert_allclose(got.cost, ref.cost, rtol=rtol_cost, err_msg=f"{msg}: cost")
