@@ -13,6 +13,25 @@ sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # xdist workers and subprocesses inherit this
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
+OPT_LEVEL = os.environ.get("SVTJAX_TEST_OPT_LEVEL", "1")
+"""LLVM's optimisation level for the suite's XLA programs (``--xla_backend_optimization_level``;
+set before JAX starts its backend, inherited by the suite's subprocesses).
+
+Most of a cold run is XLA compiling the suite's ~2,500 programs, most of that LLVM optimising
+their kernels. Level 1 compiles them in about 60% of the time of XLA's default (level 3; the
+bit-identity test file from an empty cache on the 2-core VM: 101 s against 159 s) and computes
+the same numbers: neither level reorders floating-point arithmetic (XLA CPU runs without fast
+math), both contract ``a*b + c`` into fused multiply-adds where XLA allows it, and
+``tests/test_bit_identity.py``'s Outcome hashes, recorded at the default level, hold bit for bit
+(level 0, which also skips that contraction, changes them). What level 1 gives up is run time
+(no loop vectorisation), which the suite's small runs do not notice; the speed benchmarks and
+the command line run at XLA's default. ``SVTJAX_TEST_OPT_LEVEL=3`` (or an
+``--xla_backend_optimization_level`` already in ``XLA_FLAGS``) runs the suite as users compile;
+``SVTJAX_TEST_OPT_LEVEL=`` (empty) leaves ``XLA_FLAGS`` alone."""
+if OPT_LEVEL and "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = " ".join(filter(None, [
+        os.environ.get("XLA_FLAGS"), f"--xla_backend_optimization_level={OPT_LEVEL}"]))
+
 import jax  # noqa: E402
 import pytest  # noqa: E402
 
@@ -70,8 +89,12 @@ def subprocess_env(base=None, **extra) -> dict:
     """The environment for a test's Python subprocess: ``base`` (default ``os.environ``) with
     the tests' compilation cache, both for the command line (``SVTJAX_CACHE_DIR``) and for plain
     ``jax`` code (``JAX_COMPILATION_CACHE_DIR``, every compilation cached), so that a subprocess
-    does not recompile what the suite compiled before; with the cache off, ``SVTJAX_NO_CACHE``."""
-    env = dict(os.environ if base is None else base, JAX_PLATFORMS="cpu", **extra)
+    does not recompile what the suite compiled before; with the cache off, ``SVTJAX_NO_CACHE``.
+    An ``XLA_FLAGS`` in ``extra`` is added to the inherited flags (:data:`OPT_LEVEL`'s)."""
+    base = dict(os.environ if base is None else base)
+    if "XLA_FLAGS" in extra:
+        extra["XLA_FLAGS"] = " ".join(filter(None, [base.get("XLA_FLAGS"), extra["XLA_FLAGS"]]))
+    env = dict(base, JAX_PLATFORMS="cpu", **extra)
     if CACHE_DIR is None:
         env["SVTJAX_NO_CACHE"] = "1"
         return env

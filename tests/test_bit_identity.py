@@ -9,6 +9,10 @@ for every registered mechanism's cases; ``python tests/data/check_outcomes.py f3
 float32 ones (the same engine code path, a second compile of everything, so it is kept out of
 the suite's time budget). A mechanism added later has no record, which is fine: the records
 pin what existed.
+
+The records were made with XLA's default optimisation level; the suite compiles at LLVM level 1
+(``tests/conftest.py``, ``OPT_LEVEL``), so these hashes also check that the suite's programs
+compute what users' programs compute, bit for bit.
 """
 
 import hashlib
