@@ -21,13 +21,12 @@ def test_nth_true_matches_the_cumulative_count(width):
     x = rng.random((3, 200, width)) < rng.choice([0.02, 0.3, 0.9], size=(3, 1, 1))
     x = x.reshape(600, width)
     r = rng.integers(-2, width + 3, 600)
-    got = np.asarray(jax.jit(_bits.nth_true)(x, r))
+    ranks = rng.integers(-2, width + 3, (600, 7))  # several ranks per row (svtjax.selected's use)
+    got, many = jax.device_get(jax.jit(lambda x, r, k: (  # both in one program
+        _bits.nth_true(x, r), _bits.nth_packed(*_bits.pack(x), k, width)))(x, r, ranks))
     np.testing.assert_array_equal(got, [_nth_reference(a, b) for a, b in zip(x, r)])
     # the cut-off mask it stands for: positions with fewer than r True strictly before them
     below = np.arange(width) <= got[:, None]
     np.testing.assert_array_equal(below, (np.cumsum(x, axis=1) - x) < r[:, None])
-    # several ranks per row at once (svtjax.selected's use)
-    ranks = rng.integers(-2, width + 3, (600, 7))
-    many = np.asarray(jax.jit(lambda x, k: _bits.nth_packed(*_bits.pack(x), k, width))(x, ranks))
     np.testing.assert_array_equal(many, [[_nth_reference(a, b) for b in bb]
                                          for a, bb in zip(x, ranks)])

@@ -43,15 +43,17 @@ def test_selected_batched():
 
 
 def test_outcome_types_from_simulate():
-    out = svtjax.simulate(svtjax.get("svt-s", epsilon=1.0, c=2, eps3=0.2),
-                          np.array([5.0, 0.0, 4.0]), 1.0, trials=4)
+    # tests/test_simulate.py's run of test_trial_t_uses_fold_in_of_seed (svt-s with released
+    # values on its 300 Zipf scores at threshold 10, 7 trials, seed 11): the same compiled program
+    mech = svtjax.get("svt-s", epsilon=0.7, c=3, eps3=0.2)
+    out = svtjax.simulate(mech, 100.0 / np.arange(1, 301), 10.0, trials=7, seed=11)
     assert out.answers.dtype == jnp.int8 and out.items.dtype == jnp.int32
-    assert out.answers.shape == out.items.shape == out.values.shape == out.cost.shape == (4, 3)
+    assert out.answers.shape == out.items.shape == out.values.shape == out.cost.shape == (7, 300)
     answered = np.asarray(out.answers) == 1
+    assert answered.any() and not answered.all()
     assert np.all(np.isnan(np.asarray(out.values)[~answered]))
     assert np.all(np.isfinite(np.asarray(out.values)[answered]))
-    np.testing.assert_allclose(np.asarray(out.cost)[answered], (svtjax.get(
-        "svt-s", epsilon=1.0, c=2, eps3=0.2).budgets()[1] + 0.2) / 2)
+    np.testing.assert_allclose(np.asarray(out.cost)[answered], (mech.budgets()[1] + 0.2) / 3)
 
 
 def test_prefix_counts_stop_at_the_first_unevaluated_position():

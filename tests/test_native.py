@@ -8,6 +8,7 @@ states, through the engine (every registered threshold mechanism, compaction inc
 under ``vmap`` (a sweep's stacked points), for one mechanism of each engine path.
 """
 
+import functools
 import shutil
 
 import jax
@@ -136,12 +137,14 @@ def test_block_equals_pure_block(monkeypatch, n_pad, batch, width):
     block leaves them stale: neither block reads them again). The batch of 1,100 rows is split
     among threads (at least 2^12 positions a task), before and after the compaction."""
     rng = np.random.default_rng(n_pad)
-    native = _engine.shuffle_init(batch, n_pad)
+    # each init a program of its own (a new function: traced under its own setting)
+    native = jax.jit(lambda: _engine.shuffle_init(batch, n_pad))()
     with monkeypatch.context() as m:
         _pure(m)
-        pure = _engine.shuffle_init(batch, n_pad)
+        pure = jax.jit(lambda: _engine.shuffle_init(batch, n_pad))()
     assert native.slot is not None and pure.slot is None
     block = jax.jit(_engine.fisher_yates_block, static_argnums=4)
+    take = jax.jit(_shuffle.take_shuffle)
     origin = np.arange(batch)  # the trial of each row: copies draw the same partners
     seen = np.zeros((batch, 0), np.int64)  # each row's items so far
     for k in range(min(4, n_pad // width)):
@@ -150,8 +153,8 @@ def test_block_equals_pure_block(monkeypatch, n_pad, batch, width):
             running = np.sort(rng.choice(batch, size=max(1, batch // 2), replace=False))
             keep = np.concatenate([running, [0, 0]])
             origin = origin[keep]
-            native = _shuffle.take_shuffle(native, jnp.asarray(keep))
-            pure = _shuffle.take_shuffle(pure, jnp.asarray(keep))
+            native = take(native, jnp.asarray(keep))
+            pure = take(pure, jnp.asarray(keep))
         start = k * width
         pos = start + np.arange(width)
         partners = (pos + rng.random((batch, width)) * (n_pad - pos)).astype(np.int32)
@@ -183,8 +186,8 @@ def test_rows_as_long_as_the_stream(n, width):
     batch = 7
     n_pad = -(-n // width) * width
     rng = np.random.default_rng(n)
-    native = _engine.shuffle_init(batch, n_pad, native=True, n=n)
-    pure = _engine.shuffle_init(batch, n_pad, native=False)
+    native, pure = jax.jit(lambda: (_engine.shuffle_init(batch, n_pad, native=True, n=n),
+                                    _engine.shuffle_init(batch, n_pad, native=False)))()
     assert native.perm.shape == (batch, n)
     block = jax.jit(_engine.fisher_yates_block, static_argnums=4)
     seen = []
@@ -253,13 +256,16 @@ def _rejected_trials(okeys, n: int, blocks: int) -> np.ndarray:
     from svtjax import _rng
     from svtjax.mechanisms.base import _mulhi32
 
-    b = jnp.arange(blocks, dtype=jnp.uint32)
-    bits = _rng.random_bits(_rng.fold_in(okeys[:, None, :], b[None, :]), 64)  # [B, m, 64]
-    pos = (b[:, None] * 64 + jnp.arange(64, dtype=jnp.uint32)).astype(jnp.int32)
-    span = jnp.maximum(n - pos, 1).astype(jnp.uint32)
-    _, low = _mulhi32(bits, span)
-    rejected = low < (jnp.uint32(0) - span) % span
-    return np.flatnonzero(np.asarray(jnp.any(rejected, axis=(1, 2))))
+    @jax.jit
+    def rejected(okeys):
+        b = jnp.arange(blocks, dtype=jnp.uint32)
+        bits = _rng.random_bits(_rng.fold_in(okeys[:, None, :], b[None, :]), 64)  # [B, m, 64]
+        pos = (b[:, None] * 64 + jnp.arange(64, dtype=jnp.uint32)).astype(jnp.int32)
+        span = jnp.maximum(n - pos, 1).astype(jnp.uint32)
+        _, low = _mulhi32(bits, span)
+        return jnp.any(low < (jnp.uint32(0) - span) % span, axis=(1, 2))
+
+    return np.flatnonzero(np.asarray(rejected(okeys)))
 
 
 @needs_native
@@ -284,16 +290,23 @@ def test_prefix_equals_the_blocks(n, batch, prefix):
     made = jax.jit(_engine.fisher_yates_prefix, static_argnums=(1, 2, 3))(okeys, n, prefix,
                                                                             dtype)
 
+    width = 128
+
     @jax.jit
-    def blocks(okeys):
-        state = _engine.shuffle_init(batch, -(-n // 64) * 64, native=True, n=n)
-        for b in range(prefix // 64):
-            order = _engine.fast_block_order(okeys, jnp.asarray([b], jnp.int32), n)
+    def blocks(okeys):  # blocks 0 .. prefix/64 - 1 in a loop (one copy of the block's program)
+        def block(b, state):
+            order = _engine.fast_block_order(okeys, b[None], n)
             state, _ = _engine.fisher_yates_block(state, order.reshape(batch, 64), b * 64,
                                                   None, True)
-        return state
+            return state
 
-    want = blocks(okeys)
+        state = _engine.shuffle_init(batch, -(-n // 64) * 64, native=True, n=n)
+        # and the partners of the two blocks past the prefix, for the second half below
+        after = _engine.fast_block_order(
+            okeys, jnp.arange(prefix // 64, prefix // 64 + 2, dtype=jnp.int32), n)
+        return jax.lax.fori_loop(0, prefix // 64, block, state), after.reshape(batch, width)
+
+    want, order = blocks(okeys)
     assert made.perm.dtype == want.perm.dtype and made.perm.shape == (batch, n)
     # The blocks leave the last swap's write pending (the next block makes it first); the prefix
     # kernel makes it and passes it on too, so that making it again changes nothing.
@@ -307,11 +320,8 @@ def test_prefix_equals_the_blocks(n, batch, prefix):
     np.testing.assert_array_equal(made.keys, okeys)
 
     # The blocks past the prefix, partners drawn by the kernel from the rows' keys (order None;
-    # two random blocks at once) against fast_block_order's partners applied by the blocks.
-    width = 128
-    order = _engine.fast_block_order(
-        okeys, jnp.arange(prefix // 64, prefix // 64 + 2, dtype=jnp.int32), n).reshape(batch,
-                                                                                     width)
+    # two random blocks at once) against fast_block_order's partners (``order``, drawn in
+    # ``blocks``) applied by the blocks.
     step = jax.jit(_engine.fisher_yates_block, static_argnums=(4, 5, 6))
     want_next, want_items = step(want, order, prefix, None, True, 0, None)
     got_next, got_items = step(made, None, prefix, None, True, prefix, width)
@@ -360,7 +370,7 @@ def test_hand_made_partners_equal_pure(monkeypatch):
     mech = svtjax.get("chen", epsilon=1.0)  # no cut-off: every position is evaluated
     n = 150
     q = np.random.default_rng(2).normal(0.0, 2.0, n)
-    draws = jax.vmap(lambda k: mech.draw(k, n, shuffle=True))(
+    draws = jax.jit(jax.vmap(lambda k: mech.draw(k, n, shuffle=True)))(  # one program
         jax.random.split(jax.random.key(4), 3))
     order = np.array(draws.order)
     order[:, 70:90] = np.arange(20)  # partners before their positions
@@ -374,9 +384,18 @@ def test_hand_made_partners_equal_pure(monkeypatch):
         np.testing.assert_array_equal(getattr(native, f), getattr(pure, f), err_msg=f)
 
 
+@functools.partial(jax.jit, static_argnums=4)
+def _run_jit(mech, keys, q, t, native: bool):
+    return _engine.run_keys(mech, keys, q, t, shuffle=True)
+
+
 def _run(mech, q, t, keys):
-    return jax.device_get(jax.jit(lambda k: _engine.run_keys(
-        mech, k, jnp.asarray(q), jnp.asarray(t), shuffle=True))(keys))
+    """A shuffled run of the engine; the mechanism is an argument, so that mechanisms of one
+    structure (the same but for their numbers) share a program. Whether the compiled block is
+    on is part of the program's cache key (``native``): a run under :func:`_pure` must not
+    reuse a program traced with the compiled block, nor the other way round."""
+    native = _native.fisher_yates_target() is not None
+    return jax.device_get(_run_jit(mech, keys, jnp.asarray(q), jnp.asarray(t), native))
 
 
 # One mechanism per engine path: the vectorised block (svt-s), the scan with a redrawn threshold
@@ -454,17 +473,27 @@ def test_first_tops_equal_the_pure_blocks(items):
     below k, at k and above it; reading to the halt and to the limit-th ⊤."""
     from svtjax import _core
 
-    pure = jax.jit(_core._first_tops_blocks, static_argnums=(3, 4, 5))
     rng = np.random.default_rng(11)
     k = 5
-    for rows, length, n in ((9, 100, 37), (8, 257, 257), (4300, 300, 1000)):
+    shapes = ((9, 100, 37), (8, 257, 257), (4300, 300, 1000))
+    batches = []
+    for rows, length, _ in shapes:
         ans = jnp.asarray(_answers(rng, rows, length))
         its = None if items is None else \
             jnp.asarray(rng.integers(-3, 30000, (rows, length)).astype(items))
-        for limit in (0, 2, 5, 9):
+        batches.append((ans, its))
+
+    @jax.jit
+    def both(batches, limit):  # every batch and reading, compiled and pure, in one program
+        return [(_core._first_tops(*args), _core._first_tops_blocks(*args))
+                for (ans, its), (_, _, n) in zip(batches, shapes) for to_halt in (False, True)
+                for args in [(ans, its, limit, k, n, to_halt)]]
+
+    for limit in (0, 2, 5, 9):
+        results = iter(jax.device_get(both(batches, jnp.int32(limit))))
+        for rows, length, _ in shapes:
             for to_halt in (False, True):
-                args = (ans, its, jnp.int32(limit), k, n, to_halt)
-                got, want = _core._first_tops(*args), pure(*args)
+                got, want = next(results)
                 for name, g, w in zip(("picks", "count", "evaluated"), got, want):
                     np.testing.assert_array_equal(
                         g, w, err_msg=f"{name}: rows={rows} L={length} limit={limit} "

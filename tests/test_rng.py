@@ -16,51 +16,82 @@ from svtjax import _rng
 from svtjax.mechanisms.base import BLOCK, block_variates, num_blocks, stream_key, stream_order
 from svtjax.noise import FAMILIES
 
+FOLDS = np.array([0, 1, 5, 2**31 + 7], np.uint32)
+"""Block indices of :func:`test_fast_standard_equals_jax_random` (one past int32's range)."""
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
-@pytest.mark.parametrize("family", sorted(_rng.TRANSFORMS))
-def test_fast_standard_equals_jax_random(family, dtype):
-    cls = FAMILIES[family]
+WIDTHS = (1, 5, 8)
+"""Narrow block widths of :func:`test_block_prefixes_equal_whole_blocks`."""
+
+
+@pytest.fixture(scope="module")
+def family_draws():
+    """For every family with an unrolled sampler and both dtypes, in one compiled program: the
+    unrolled sampler and ``jax.random`` on 257 keys folded with each of :data:`FOLDS` (64
+    variates), the unrolled sampler's whole block 3 and its first W variates for each of
+    :data:`WIDTHS` on 129 keys, and the once-per-run variates of the engine's
+    ``initial_variates`` and of ``jax.random`` on 257 keys and on one of them."""
+    from svtjax.engine.draws import initial_variates as _initial_variates
+
     keys = jax.random.split(jax.random.key(11), 257)
-    kd = _rng.key_data(keys)
-    for b in (0, 1, 5, 2**31 + 7):
-        want = jax.vmap(lambda k: cls.standard(jax.random.fold_in(k, b), (64,), dtype))(keys)
-        got = _rng.fast_standard(cls)(_rng.fold_in(kd, np.uint32(b)), 64, dtype)
-        np.testing.assert_array_equal(np.asarray(got), np.asarray(want), err_msg=f"b={b}")
+    pkeys = jax.random.split(jax.random.key(13), 129)
+    ikeys = jax.random.split(jax.random.key(17), 257)
+
+    @jax.jit
+    def run(keys, pkeys, ikeys, folds):
+        kd, pkd, ikd = _rng.key_data(keys), _rng.key_data(pkeys), _rng.key_data(ikeys)
+        out = {}
+        for family in _rng.TRANSFORMS:
+            cls, fast = FAMILIES[family], _rng.fast_standard(FAMILIES[family])
+            for dt, dtype in (("f32", np.float32), ("f64", np.float64)):
+                out[family, dt] = {
+                    "want": jax.vmap(lambda b: jax.vmap(lambda k: cls.standard(
+                        jax.random.fold_in(k, b), (64,), dtype))(keys))(folds),
+                    "got": jax.vmap(lambda b: fast(_rng.fold_in(kd, b), 64, dtype))(folds),
+                    "whole": fast(_rng.fold_in(pkd, np.uint32(3)), 64, dtype),
+                    "prefixes": [fast(_rng.fold_in(pkd, np.uint32(3)), w, dtype)
+                                 for w in WIDTHS],
+                    "initial_want": jax.vmap(lambda k: cls.standard(
+                        stream_key(k, "threshold"), (), dtype))(ikeys),
+                    "initial": _initial_variates(ikeys, ikd, "threshold", cls, dtype),
+                    "initial_one": _initial_variates(ikeys[3], ikd[3], "threshold", cls,
+                                                     dtype)}
+        return out
+
+    return jax.device_get(run(keys, pkeys, ikeys, jnp.asarray(FOLDS)))
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
 @pytest.mark.parametrize("family", sorted(_rng.TRANSFORMS))
-def test_block_prefixes_equal_whole_blocks(family, dtype):
+def test_fast_standard_equals_jax_random(family_draws, family, dtype):
+    """``fast_standard(family)(fold_in(kd, b), 64, dtype)`` is ``family.standard(fold_in(key,
+    b), (64,), dtype)`` bit for bit, for 257 keys and the block indices :data:`FOLDS`."""
+    d = family_draws[family, dtype]
+    assert d["got"].dtype == d["want"].dtype == np.dtype(dtype.replace("f", "float"))
+    for i, b in enumerate(FOLDS):
+        np.testing.assert_array_equal(d["got"][i], d["want"][i], err_msg=f"b={b}")
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize("family", sorted(_rng.TRANSFORMS))
+def test_block_prefixes_equal_whole_blocks(family_draws, family, dtype):
     """The first W variates of a block are the numbers of a whole block: the engine's narrow
     blocks (``svtjax.engine.NARROW``) draw only those."""
-    cls = FAMILIES[family]
-    keys = jax.random.split(jax.random.key(13), 129)
-    kd = _rng.key_data(keys)
-    fast = _rng.fast_standard(cls)
-    whole = fast(_rng.fold_in(kd, np.uint32(3)), 64, dtype)
-    for width in (1, 5, 8):
-        np.testing.assert_array_equal(np.asarray(fast(_rng.fold_in(kd, np.uint32(3)), width,
-                                                      dtype)),
-                                      np.asarray(whole[:, :width]), err_msg=f"W={width}")
+    d = family_draws[family, dtype]
+    for width, prefix in zip(WIDTHS, d["prefixes"]):
+        np.testing.assert_array_equal(prefix, d["whole"][:, :width], err_msg=f"W={width}")
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
 @pytest.mark.parametrize("family", sorted(_rng.TRANSFORMS))
-def test_initial_variates_equal_jax_random(family, dtype):
+def test_initial_variates_equal_jax_random(family_draws, family, dtype):
     """A trial's once-per-run variates (e.g. the threshold noise), drawn by the engine and by
     ``draw`` through the unrolled sampler: ``standard(stream_key(key, name), ())`` bit for
     bit, for a batch of keys and for one key."""
-    from svtjax.engine.draws import initial_variates as _initial_variates
-
-    cls = FAMILIES[family]
-    keys = jax.random.split(jax.random.key(17), 257)
-    want = jax.vmap(lambda k: cls.standard(stream_key(k, "threshold"), (), dtype))(keys)
-    got = _initial_variates(keys, _rng.key_data(keys), "threshold", cls, dtype)
+    d = family_draws[family, dtype]
+    got, want, one = d["initial"], d["initial_want"], d["initial_one"]
     assert got.shape == want.shape and got.dtype == want.dtype
-    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
-    one = _initial_variates(keys[3], _rng.key_data(keys[3]), "threshold", cls, dtype)
-    assert one.shape == () and np.asarray(one) == np.asarray(want[3])
+    np.testing.assert_array_equal(got, want)
+    assert one.shape == () and one == want[3]
 
 
 def _documented_draw(mech, key, n, dtype):
@@ -77,41 +108,121 @@ def _documented_draw(mech, key, n, dtype):
     return out
 
 
-def _draw_signatures():
-    """One registered threshold mechanism per (noise families, several passes or one)."""
+def _draw_components(mech) -> set:
+    """What a threshold mechanism's ``draw`` is made of: ``svtjax.engine.draw`` reads of the
+    mechanism only the names and noise families of its once-per-trial streams
+    (``initial_streams``) and of its per-position streams (``streams``) and its ``passes()``,
+    and draws each stream from its own key (``stream_key(key, name)``), so its numbers are
+    those of these components, each fixed by the stream's name, family (and for a per-position
+    stream, the passes)."""
+    return ({("initial", name, type(noise)) for name, noise in mech.initial_streams().items()}
+            | {("stream", name, type(noise), mech.passes())
+               for name, noise in mech.streams().items()})
+
+
+def _draw_representatives():
+    """(every registered threshold mechanism, the ones compared number by number): the
+    mechanisms whose class defines its own ``draw`` (whose numbers may depend on anything), then
+    registered mechanisms, the one adding most components first (registry order on ties), until
+    every component of every registered threshold mechanism's draw is among theirs."""
+    from svtjax.mechanisms.rules import ThresholdMechanism
     from tests.cases import CASES, build
 
-    seen = {}
-    for case in CASES:
-        mech = build(case, np.random.default_rng(0))
-        if not hasattr(mech, "initial_streams"):
-            continue
-        sig = (tuple(sorted((k, type(v).__name__) for k, v in mech.initial_streams().items())),
-               tuple(sorted((k, type(v).__name__) for k, v in mech.streams().items())),
-               mech.passes() > 1)
-        seen.setdefault(sig, case)
-    return list(seen.values())
+    mechs = [(c, m) for c in CASES
+             for m in [build(c, np.random.default_rng(0))] if hasattr(m, "initial_streams")]
+    chosen = [(c, m) for c, m in mechs if type(m).draw is not ThresholdMechanism.draw]
+    covered = set().union(set(), *(_draw_components(m) for _, m in chosen))
+    need = set().union(*(_draw_components(m) for _, m in mechs))
+    while covered != need:
+        case, mech = max(mechs, key=lambda cm: len(_draw_components(cm[1]) - covered))
+        chosen.append((case, mech))
+        covered |= _draw_components(mech)
+    return mechs, chosen
 
 
-@pytest.mark.parametrize("case", _draw_signatures(), ids=lambda c: c.id)
-def test_draw_equals_the_documented_jax_random_streams(case):
+DRAW_DTYPES = {"float32": np.float32, "float64": np.float64}
+
+
+@pytest.fixture(scope="module")
+def draws_and_definition():
+    """Every representative's ``draw`` in float32 and float64 on 4 Threefry keys, and the
+    documented numbers of every component, in one compiled program: per once-per-trial stream
+    ``standard(stream_key(key, name), (), dtype)``, per per-position stream its blocks
+    ``block_variates(stream_key(key, name), b, standard, dtype)`` for b below the most passes
+    any representative takes times the blocks of a pass (a stream of fewer passes uses a prefix
+    of them), and the swap partners ``stream_order(stream_key(key, "order"), n)``. The first
+    representative draws with ``shuffle=True`` in each dtype (its partners are the same for every
+    mechanism and dtype), the others without."""
+    mechs, reps = _draw_representatives()
+    keys = jax.random.split(jax.random.key(29), 4)
+    n = 2 * BLOCK + 3  # several blocks, the last partial
+    initial = {(name, type(noise)) for _, m in reps for name, noise in m.initial_streams().items()}
+    passes = {}
+    for _, m in reps:
+        for name, noise in m.streams().items():
+            passes[name, type(noise)] = max(passes.get((name, type(noise)), 0), m.passes())
+    label = lambda name, family: f"{name}:{family.__name__}"  # noqa: E731
+
+    @jax.jit
+    def run(keys):
+        got = {dt: [jax.vmap(lambda k, m=m, i=i: m.draw(k, n, shuffle=i == 0, dtype=dtype))(keys)
+                    for i, (_, m) in enumerate(reps)] for dt, dtype in DRAW_DTYPES.items()}
+        doc = {dt: {label(name, fam): jax.vmap(lambda k, s=name, f=fam: f.standard(
+            stream_key(k, s), (), dtype))(keys) for name, fam in initial}
+            | {label(name, fam): jax.vmap(lambda k, s=name, f=fam, p=p: jax.vmap(
+                lambda b: block_variates(stream_key(k, s), b, f.standard, dtype))(
+                jnp.arange(p * num_blocks(n))))(keys) for (name, fam), p in passes.items()}
+            for dt, dtype in DRAW_DTYPES.items()}
+        order = jax.vmap(lambda k: stream_order(stream_key(k, "order"), n).astype(jnp.int32))(
+            keys)
+        return got, doc, order
+
+    got, doc, order = jax.device_get(run(keys))
+    return mechs, reps, n, got, doc, order
+
+
+def test_draw_representatives_hold_every_registered_draw(draws_and_definition):
+    """Every registered threshold mechanism's draw is made of components that the compared
+    mechanisms' draws hold (so a newly registered mechanism is covered, or compared itself);
+    the compared ones are fewer than the mechanisms."""
+    from svtjax.mechanisms.rules import ThresholdMechanism
+
+    mechs, reps, *_ = draws_and_definition
+    covered = set().union(*(_draw_components(m) for _, m in reps))
+    for case, mech in mechs:
+        assert _draw_components(mech) <= covered, case.id
+        if type(mech).draw is not ThresholdMechanism.draw:
+            assert any(c.id == case.id for c, _ in reps), case.id
+    assert {name for _, m in reps for name in m.streams()} >= {"query", "refresh"}
+    assert len({m.passes() for _, m in reps}) >= 3  # one pass, and retraversals of 2 and 3
+
+
+@pytest.mark.parametrize("dt", sorted(DRAW_DTYPES))
+def test_draw_equals_the_documented_jax_random_streams(draws_and_definition, dt):
     """``Mechanism.draw`` with Threefry keys (the unrolled sampler) returns the numbers its
     definition gives through ``jax.random`` (block-keyed streams, every pass, the swap
-    partners), bit for bit, on a stream of several blocks whose last is partial."""
-    from tests.cases import build
-
-    mech = build(case, np.random.default_rng(0))
-    keys = jax.random.split(jax.random.key(29), 4)
-    n = 2 * BLOCK + 3
-    for dtype in (np.float32, np.float64):
-        got, want = jax.jit(jax.vmap(lambda k: (mech.draw(k, n, shuffle=True, dtype=dtype),
-                                                 _documented_draw(mech, k, n, dtype))))(keys)
-        got = dict(got.items())
-        assert set(got) == set(want)
+    partners), bit for bit, on a stream of several blocks whose last is partial: for each of
+    the representatives of :func:`_draw_representatives`, whose draws hold every stream
+    (name, family, passes) of every registered threshold mechanism's draw. Its names and
+    dtypes are the documented ones: the streams, and the partners (int32) when shuffled."""
+    mechs, reps, n, got, doc, order = draws_and_definition
+    dtype = np.dtype(DRAW_DTYPES[dt])
+    nb = num_blocks(n)
+    for i, (case, mech) in enumerate(reps):
+        want = {name: doc[dt][f"{name}:{type(noise).__name__}"]
+                for name, noise in mech.initial_streams().items()}
+        for name, noise in mech.streams().items():
+            blocks = doc[dt][f"{name}:{type(noise).__name__}"][:, :mech.passes() * nb]
+            want[name] = blocks.reshape(len(blocks), mech.passes(), nb * BLOCK)[:, :, :n].reshape(
+                len(blocks), -1)
+        if i == 0:
+            want["order"] = order
+        mine = dict(got[dt][i].items())
+        assert set(mine) == set(want), case.id
         for name in want:
-            assert got[name].dtype == want[name].dtype, name
-            np.testing.assert_array_equal(np.asarray(got[name]), np.asarray(want[name]),
-                                          err_msg=f"{case.id} {name} {np.dtype(dtype).name}")
+            assert mine[name].dtype == (np.int32 if name == "order" else dtype), name
+            np.testing.assert_array_equal(mine[name], want[name],
+                                          err_msg=f"{case.id} {name} {dt}")
 
 
 def test_other_key_implementations_draw_through_jax_random():
