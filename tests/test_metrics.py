@@ -218,10 +218,13 @@ def test_random_against_loop_reference(n, k):
 
 
 def test_repeat_detection_paths_agree():
+    """Both repeat detectors (jitted, as the metrics run them: one program per path and width)
+    flag exactly the entries seen earlier in their row."""
     rng = np.random.default_rng(8)
+    both = jax.jit(lambda key: (AS.repeat_pairwise(key), AS.repeat_sorted(key)))
     for k in (5, 40, AS.PAIRWISE_MAX_K + 3):
         key = rng.integers(-1, k // 2 + 1, (50, k)).astype(np.int32)
-        pairwise, by_sort = AS.repeat_pairwise(key), AS.repeat_sorted(key)
+        pairwise, by_sort = both(key)
         np.testing.assert_array_equal(np.asarray(pairwise), np.asarray(by_sort))
         first = [[v in row[:j] for j, v in enumerate(row)] for row in key.tolist()]
         np.testing.assert_array_equal(np.asarray(pairwise), np.asarray(first))
@@ -335,6 +338,19 @@ OUTCOME_RUNS = [  # (mechanism, parameters, shuffle): single-pass and retraversa
 ]
 
 
+OUTCOME_TRIALS = 120
+"""Trials of each run: under 128, so the engine's block loop is one compaction level (one copy
+of the loop compiled; ``svtjax._loops.bucket_sizes``), which no metric depends on."""
+
+
+def _outcome_run(name, params, shuffle):
+    """Scores with ties among the top ones (n = 300) and OUTCOME_TRIALS trials of the run."""
+    scores = np.round(np.random.default_rng(5).exponential(3.0, 300))
+    out = svtjax.simulate(svtjax.get(name, **params), scores, 12.0, trials=OUTCOME_TRIALS,
+                          seed=3, shuffle=shuffle)
+    return scores, out
+
+
 @pytest.mark.parametrize("name,params,shuffle", OUTCOME_RUNS,
                          ids=[f"{r[0]}-{'shuffle' if r[2] else 'fixed'}" for r in OUTCOME_RUNS])
 def test_evaluate_outcome_equals_evaluate_of_selected(name, params, shuffle):
@@ -342,10 +358,7 @@ def test_evaluate_outcome_equals_evaluate_of_selected(name, params, shuffle):
     concrete c and for a traced c with ``max_c``: the same answer sets (their sizes exactly),
     values to float64 rounding (two programs may round a ratio differently in the last bit);
     its ``evaluated`` is the prefix length of a single-pass stream (``svtjax.prefix_counts``)."""
-    rng = np.random.default_rng(5)
-    scores = np.round(rng.exponential(3.0, 300))  # ties among the top scores
-    mech = svtjax.get(name, **params)
-    out = svtjax.simulate(mech, scores, 12.0, trials=200, seed=3, shuffle=shuffle)
+    scores, out = _outcome_run(name, params, shuffle)
     c = params["c"]
     want = M.evaluate(svtjax.selected(out, c), scores, c)
     got = M.evaluate_outcome(out, scores, c)
@@ -368,28 +381,31 @@ def test_evaluate_outcome_equals_evaluate_of_selected(name, params, shuffle):
 def test_fixed_order_block_loop_equals_the_compiled_loop(monkeypatch):
     """A compact (fixed-order) Outcome's metrics: the pure-JAX block loop (an accelerator, or
     ``SVTJAX_NATIVE=0``) and the picks of svtjax's compiled first-tops loop (a CPU) give the
-    same numbers, and those of ``evaluate(selected(...))``. (The block loop runs on the first
-    202 trials, a shape of its own, so that it is traced anew, not taken from the jit cache.)"""
+    same numbers, and those of ``evaluate(selected(...))``. The run is the fixed-order run of
+    ``test_evaluate_outcome_equals_evaluate_of_selected`` (its programs are reused); the block
+    loop runs on all its trials but one, a shape of its own, so that it is traced anew, not taken
+    from the jit cache."""
     from svtjax import _native
 
-    rng = np.random.default_rng(8)
-    scores = np.round(rng.exponential(3.0, 301))
-    out = svtjax.simulate(svtjax.get("svt-s", epsilon=20.0, c=4), scores, 12.0, trials=203,
-                          seed=4)
+    name, params, shuffle = OUTCOME_RUNS[0]
+    assert name == "svt-s" and not shuffle
+    scores, out = _outcome_run(name, params, shuffle)
     assert out.stored_items is None  # compact: items are the position mod n
-    want = M.evaluate(svtjax.selected(out, 4), scores, 4)
-    compiled = M.evaluate_outcome(out, scores, 4)
+    c = params["c"]
+    want = M.evaluate(svtjax.selected(out, c), scores, c)
+    compiled = M.evaluate_outcome(out, scores, c)
     monkeypatch.setattr(_native, "first_tops_target", lambda: None)
-    head = jax.tree_util.tree_map(lambda x: x[:202], out)
-    assert "while" in str(jax.make_jaxpr(lambda o: M.evaluate_outcome(o, scores, 4))(head))
-    loop = M.evaluate_outcome(head, scores, 4)
+    h = OUTCOME_TRIALS - 1
+    head = jax.tree_util.tree_map(lambda x: np.asarray(x)[:h], out)  # host slices: no programs
+    assert "while" in str(jax.make_jaxpr(lambda o: M.evaluate_outcome(o, scores, c))(head))
+    loop = M.evaluate_outcome(head, scores, c)
     for metric in NAMES:
-        np.testing.assert_allclose(np.asarray(loop[metric]), np.asarray(compiled[metric])[:202],
+        np.testing.assert_allclose(np.asarray(loop[metric]), np.asarray(compiled[metric])[:h],
                                    rtol=1e-13, atol=1e-15, err_msg=metric)
         np.testing.assert_allclose(np.asarray(compiled[metric]), np.asarray(want[metric]),
                                    rtol=1e-13, atol=1e-15, err_msg=metric)
     for key in ("picks", "evaluated"):
-        np.testing.assert_array_equal(np.asarray(loop[key]), np.asarray(compiled[key])[:202])
+        np.testing.assert_array_equal(np.asarray(loop[key]), np.asarray(compiled[key])[:h])
 
 
 def test_evaluate_outcome_bad_c():
