@@ -16,13 +16,32 @@ from tests.test_verify import assert_verifies_and_catches_tampering
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    # k_max = 10 (fig2_k) as in --quick, so the main() test below reuses these compiles.
+    """One tiny run through the command line feeds every output test: ``main --quick`` on a
+    smaller grid (QUICK patched; plots and all), ``--trials`` overriding QUICK's runs, with
+    ``run``'s results and ``write_outputs``'s summary recorded on the way. k_max = 10 (the
+    default fig2_k), as --quick; test_bias_check_reruns_the_farthest_point reruns a point of
+    this run's shapes, so it compiles nothing new."""
     out = tmp_path_factory.mktemp("ding2019")
-    config = ding2019.Config(datasets=("t40i10d100k",), ks=(2, 4), epsilons=(0.7,), trials=300,
-                             out=str(out), verbose=False)
-    results, missing = ding2019.run(config, log=lambda *a: None)
-    text = ding2019.write_outputs(results, missing, config, 1.0, log=lambda *a: None)
-    return config, results, missing, text, out
+    seen = {}
+    run, write = ding2019.run, ding2019.write_outputs
+
+    def recorded_run(config, log=print):
+        seen["config"] = config
+        seen["results"], seen["missing"] = run(config, log=lambda *a: None)
+        return seen["results"], seen["missing"]
+
+    def recorded_write(*args, **kwargs):
+        seen["text"] = write(*args, **{**kwargs, "log": lambda *a: None})
+        return seen["text"]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SVTJAX_NO_CACHE", "1")
+        patch.setattr(ding2019, "QUICK", dict(datasets=("t40i10d100k",), ks=(2, 4),
+                                              epsilons=(0.7,), trials=1000))
+        patch.setattr(ding2019, "run", recorded_run)
+        patch.setattr(ding2019, "write_outputs", recorded_write)
+        assert ding2019.main(["--quick", "--trials", "300", "--out", str(out)]) == 0
+    return seen["config"], seen["results"], seen["missing"], seen["text"], out
 
 
 def test_registered():
@@ -158,18 +177,16 @@ def test_missing_datasets_are_reported(tmp_path, monkeypatch):
     assert "NOT RUN bms-pos" in text and "not available offline" in text
 
 
-def test_main_quick(tmp_path, monkeypatch):
-    # The CLI path on a smaller grid than --quick's (whose ~20 s is measured in the module
-    # docstring); the same k_max and sizes as the fixture, so nothing new is compiled.
-    monkeypatch.setenv("SVTJAX_NO_CACHE", "1")
-    monkeypatch.setattr(ding2019, "plot", lambda results, out: [])  # plots: test_outputs_exist
-    monkeypatch.setattr(ding2019, "QUICK", dict(datasets=("t40i10d100k",), ks=(2, 4),
-                                                epsilons=(0.7,), trials=300))
-    out = tmp_path / "out"
-    assert ding2019.main(["--quick", "--trials", "40", "--out", str(out)]) == 0
+def test_main_quick(tiny):
+    """The CLI path (the fixture's run is ``main --quick``): --trials overrides QUICK's runs
+    in the config and in the CSVs, --quick runs no bias check, and --quick with --paper is
+    refused."""
+    config, _, _, _, out = tiny
+    assert (config.trials, tuple(config.ks), config.bias_factor, config.order) == (
+        300, (2, 4), 0, "fixed")
     with open(out / "adaptive.csv") as f:
         rows = list(csv.DictReader(f))
-    assert [int(r["k"]) for r in rows] == [2, 4] and all(r["trials"] == "40" for r in rows)
+    assert [int(r["k"]) for r in rows] == [2, 4] and all(r["trials"] == "300" for r in rows)
     assert (out / "summary.md").read_text().startswith("# Ding, Wang, Zhang, Kifer 2019")
     with pytest.raises(SystemExit):
         ding2019.main(["--quick", "--paper"])
@@ -188,7 +205,9 @@ def test_module_runs_as_script(monkeypatch, capsys):
 
 def test_traced_estimators_equal_the_reference():
     """The in-chunk errors β − q equal svtjax.estimators' BLUE / inverse-variance combination
-    minus q (common random numbers, float64)."""
+    minus q (common random numbers, float64). Both run jitted, as in the chunk (c traced: one
+    program for every c)."""
+    import jax
     import numpy as np
 
     rng = np.random.default_rng(0)
@@ -199,15 +218,16 @@ def test_traced_estimators_equal_the_reference():
     noisy = q + eta
     gaps = np.concatenate([noisy[:, :-1] - noisy[:, 1:], rng.uniform(0, 3, (50, 1))], axis=1)
     q_next = np.concatenate([q[:, 1:], q[:, -1:]], axis=1)
+    blue = jax.jit(ding2019.blue_top_k_errors)
     for c in (1, 2, 5, k):
         ref = estimators.blue_top_k(q[:, :c] + e[:, :c], gaps[:, :c], lam) - q[:, :c]
-        got = np.asarray(ding2019.blue_top_k_errors(e, gaps - (q - q_next), c, lam))
+        got = np.asarray(blue(e, gaps - (q - q_next), c, lam))
         np.testing.assert_allclose(got[:, :c], ref, rtol=1e-9, atol=1e-9)
         assert np.all(got[:, c:] == 0)
     t, va, vg = 1234.5, 2 * 7.0**2, 3.0
     gap = q + eta - t
     ref = estimators.combine_inverse_variance(q + e, va, gap, t, vg) - q
-    got = np.asarray(ding2019.combine_errors(e, gap + t - q, va, vg))
+    got = np.asarray(jax.jit(ding2019.combine_errors)(e, gap + t - q, va, vg))
     np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-9)
 
 
@@ -262,20 +282,23 @@ def test_svt_gap_scales_are_the_estimators():
             float(estimators.svt_gap_variance(eps, k, True)), rel=1e-12)
 
 
-def test_bias_check_reruns_the_farthest_point(tmp_path):
+def test_bias_check_reruns_the_farthest_point(tiny, tmp_path):
     """The Noisy-Top-K-with-Gap point farthest beyond the bound is re-run with fresh runs
-    (another seed) and judged against the theory; nothing is re-run when no point is beyond."""
+    (another seed) and judged against the theory; nothing is re-run when no point is beyond.
+    The re-run (Fig. 2's k = k_max = 10, 2 x 150 runs) has the fixture's shapes (``tiny``
+    before it: its programs are compiled once)."""
+    theory = 100 * (1 - estimators.topk_mse_ratio(10, 1.0))
     rows = [dict(dataset="t40i10d100k", mechanism="noisy-top-k-gap", figure=2, epsilon=0.7,
-                 k=2, z=z, improvement_pct=p, improvement_se_pct=1.0, theory_pct=25.0,
-                 noise_over_threshold=0.01) for z, p in ((0.5, 25.5), (9.0, 34.0))]
-    config = ding2019.Config(ks=(2, 4), fig2_k=2, trials=60, bias_factor=2, out=str(tmp_path),
-                             verbose=False)
+                 k=10, z=z, improvement_pct=theory + z, improvement_se_pct=1.0,
+                 theory_pct=theory, noise_over_threshold=0.01) for z in (0.5, 9.0)]
+    config = ding2019.Config(ks=(2, 4), fig2_k=10, trials=150, bias_factor=2,
+                             out=str(tmp_path), verbose=False)
     b = ding2019.bias_check(config, rows, log=lambda *a: None)
-    assert (b["epsilon"], b["k"], b["first_z"], b["trials"]) == (0.7, 2, 9.0, 120)
-    assert b["theory_pct"] == pytest.approx(25.0) and b["se_pct"] > 0
+    assert (b["epsilon"], b["k"], b["first_z"], b["trials"]) == (0.7, 10, 9.0, 300)
+    assert b["theory_pct"] == pytest.approx(theory) and b["se_pct"] > 0
     assert b["bias"] == (abs(b["z"]) > 3)
     text = ding2019._bias_text(b, "t40i10d100k", "noisy-top-k-gap")
-    assert "120 fresh runs" in text
+    assert "300 fresh runs" in text
     assert ding2019.bias_check(config, rows[:1], log=lambda *a: None) is None
     assert ding2019.bias_check(ding2019.Config(bias_factor=0), rows) is None
 

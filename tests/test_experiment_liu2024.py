@@ -273,10 +273,12 @@ def test_fig8_one_traversal_points_carry_the_exact_ncr(tmp_path):
 def test_fig8_counts_are_the_first_traversals_of_a_longer_run():
     """Figure 8 reads a p-traversal run off the first p traversals of Figure 7's runs: the
     engine's p-traversal run answers exactly as the first p traversals of a longer one (same
-    seed: bit for bit), so the first-traversals metric equals the shorter run's NCR and F1."""
+    seed: bit for bit), so the first-traversals metric equals the shorter run's NCR and F1.
+    The metrics are computed jitted, as in the sweep (one program per stream length; p
+    traced: one program for the first-traversals metric at every p)."""
     import types
 
-    import jax.numpy as jnp
+    import jax
     import numpy as np
 
     import svtjax
@@ -292,14 +294,17 @@ def test_fig8_counts_are_the_first_traversals_of_a_longer_run():
                           **liu2024._params("SVT-Exp (optimal)", c, n, passes, 0.0))
         return simulate(mech, scores, threshold, trials=64, seed=1, shuffle=True)
 
-    full = run(3)
-    everything = metrics.evaluate_outcome(full, scores, c)
+    evaluate = jax.jit(lambda out, s: metrics.evaluate_outcome(out, s, c))
     ctx = types.SimpleNamespace(k=c)
+    first = jax.jit(lambda p, out, s: {m: liu2024._first_passes(p, m, out, s, c, ctx)
+                                       for m in ("ncr", "f1")})
+    full = run(3)
+    everything = evaluate(full, scores)
     for p in (1, 2):
-        want = metrics.evaluate_outcome(run(p), scores, c)
+        want = evaluate(run(p), scores)
+        got = first(p, full, scores)
         for metric in ("ncr", "f1"):
-            got = liu2024._first_passes(p, metric, full, jnp.asarray(scores), c, ctx)
-            np.testing.assert_array_equal(np.asarray(got), np.asarray(want[metric]))
+            np.testing.assert_array_equal(np.asarray(got[metric]), np.asarray(want[metric]))
         # not vacuous: later traversals add picks in some trials
         assert np.any(np.asarray(want["ncr"]) < np.asarray(everything["ncr"]))
 

@@ -277,8 +277,9 @@ def test_flatness_check_reports_a_verdict(tmp_path):
 
 
 def _write_fimi(path, items=80, transactions=400):
-    # item i (1-based) occurs in the first max(1, transactions // i) transactions
-    baskets = [[i for i in range(1, items + 1) if t < max(1, transactions // i)]
+    # item i (1-based) occurs in the first max(1, transactions // i) transactions: transaction
+    # 0 holds every item, transaction t >= 1 the items i <= transactions // (t + 1)
+    baskets = [range(1, (items if t == 0 else min(items, transactions // (t + 1))) + 1)
                for t in range(transactions)]
     path.write_text("".join(" ".join(map(str, b)) + "\n" for b in baskets))
     return transactions, items
@@ -292,7 +293,9 @@ def test_fetched_dataset_gets_paper_columns(tmp_path, monkeypatch, capsys):
     assert set(missing) == {"kosarak", "aol"}
 
     raw = tmp_path / "kosarak.dat"
-    n_tx, n_items = _write_fimi(raw)
+    # as many items (10,000) and runs (8) as test_tiny_run_writes_outputs's lyu-zipf cells, so
+    # the SVT-S and EM cells and the exact E[SER] reuse that test's compiled programs
+    n_tx, n_items = _write_fimi(raw, items=10_000)
     small = dataclasses.replace(_registry.SPECS["kosarak"], num_transactions=n_tx,
                                 num_items=n_items)
     monkeypatch.setitem(_registry.SPECS, "kosarak", small)
@@ -300,7 +303,7 @@ def test_fetched_dataset_gets_paper_columns(tmp_path, monkeypatch, capsys):
 
     out = tmp_path / "out"
     config = lyu2017.Config(datasets=("kosarak", "aol"), cs=(50,), epsilons=(0.5,),
-                            methods=("SVT-S-1:c^(2/3)", "EM"), trials=5, out=str(out))
+                            methods=("SVT-S-1:c^(2/3)", "EM"), trials=8, out=str(out))
     rows, missing = lyu2017.run(config)
     assert set(missing) == {"aol"} and {r["dataset"] for r in rows} == {"kosarak"}
     lyu2017.write_outputs(rows, missing, config, 1.0)

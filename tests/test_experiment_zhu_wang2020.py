@@ -261,6 +261,8 @@ def test_stage_capped_metric_replays_algorithm_3():
     and a run that halted before c ⊤ without reaching the stream's end had such a stage."""
     import types
 
+    import jax
+
     import svtjax
     from svtjax.noise import Gaussian
 
@@ -268,7 +270,7 @@ def test_stage_capped_metric_replays_algorithm_3():
     mech = svtjax.get("stagewise-svt", c=c, c_stage=c_stage, k_max=k,
                       threshold_noise=Gaussian(1.0), query_noise=Gaussian(2.0))
     out = svtjax.simulate(mech, np.zeros(n), 1.0, trials=300, seed=3)
-    got = np.asarray(zw._stages_capped(out, mech))
+    got = np.asarray(jax.jit(lambda o: zw._stages_capped(o, mech))(out))  # traced, as in a sweep
     assert np.array_equal(got, _replay_stages(out.answers, c, c_stage, k))
     ans = np.asarray(out.answers)
     tops, done = (ans == 1).sum(-1), (ans >= 0).all(-1)
@@ -276,7 +278,7 @@ def test_stage_capped_metric_replays_algorithm_3():
     assert 0 < np.mean(got > 0) < 1  # both kinds of run occur: the check can fail
     # every other mechanism: zeros
     plain = types.SimpleNamespace(k_max=k)
-    assert not np.any(np.asarray(zw._stages_capped(out, plain)))
+    assert not np.any(np.asarray(jax.jit(lambda o: zw._stages_capped(o, plain))(out)))
 
 
 def test_stage_capped_cells_are_not_evidence(tmp_path):
