@@ -36,32 +36,6 @@ def _authors_stop_early(eps: float, k: int, tops: int) -> bool:
     return cost > eps - e1
 
 
-def test_rules_differ_by_one_answer_exactly_where_the_float_sum_overshoots():
-    """Every query far above the threshold: every answer is a top-branch answer (cost ε2), so
-    the exact rule gives 2k − 1 answers (2·0 + n2 > 2(k − 1) first at n2 = 2k − 1). The authors'
-    rule gives one fewer at the k where ε0 + (2k − 2)·ε2, summed in float64, lands above ε − ε1
-    (k = 9, 11, 17, ... at ε = 0.7), and the same elsewhere. Common random numbers: the two
-    outcomes agree position by position up to the authors' stop."""
-    n = 2 * max(KS) + 8
-    q = np.full(n, 1e7)
-    early = [k for k in KS if _authors_stop_early(EPS, k, 2 * k - 2)]
-    assert 9 in early and 2 not in early and 0 < len(early) < len(KS)  # both outcomes occur
-    for k in KS:
-        exact = svtjax.get("adaptive-svt-gap", epsilon=EPS, c=k, monotonic=True)
-        authors = svtjax.get("adaptive-svt-gap-authors", epsilon=EPS, c=k, monotonic=True)
-        key = jax.random.key(k)
-        a, b = exact(key, q, 0.0), authors(key, q, 0.0)
-        na, nb = int(np.sum(a.answers == 1)), int(np.sum(b.answers == 1))
-        assert na == 2 * k - 1, k
-        assert nb == na - (k in early), (k, na, nb)
-        np.testing.assert_array_equal(np.asarray(a.answers)[:nb], np.asarray(b.answers)[:nb])
-        assert np.all(np.asarray(b.answers)[nb:] == -1)
-        draws = authors.draw(key, n)
-        ref = reference.run(authors, jax.tree_util.tree_map(np.asarray, draws), q, 0.0)
-        np.testing.assert_array_equal(np.asarray(authors.decide(draws, q, 0.0).answers),
-                                      ref.answers)
-
-
 @jax.jit
 def _decide(mech, draws, q):
     # lax.map, not vmap: batching the engine's loops costs more staging than the tiny runs
@@ -73,6 +47,38 @@ def _draws(mech, keys, n):
     return jax.vmap(lambda key: mech.draw(key, n, shuffle=True))(keys)
 
 
+N, RUNS = 200, 50
+"""Both tests run RUNS shuffled trials on N queries through ``_draws`` and ``_decide``, with c
+and ε traced: the same programs for every k (two rules, two ``monotonic`` values)."""
+
+
+def test_rules_differ_by_one_answer_exactly_where_the_float_sum_overshoots():
+    """Every query far above the threshold: every answer is a top-branch answer (cost ε2), so
+    the exact rule gives 2k − 1 answers (2·0 + n2 > 2(k − 1) first at n2 = 2k − 1). The authors'
+    rule gives one fewer at the k where ε0 + (2k − 2)·ε2, summed in float64, lands above ε − ε1
+    (k = 9, 11, 17, ... at ε = 0.7), and the same elsewhere. Common random numbers: the two
+    outcomes agree position by position up to the authors' stop, in each of RUNS trials per k;
+    the kernel's authors' run equals the numpy reference's on the first trial's draws."""
+    q = np.full(N, 1e7)
+    assert N > 2 * max(KS) - 1  # the stop is inside the stream
+    early = [k for k in KS if _authors_stop_early(EPS, k, 2 * k - 2)]
+    assert 9 in early and 2 not in early and 0 < len(early) < len(KS)  # both outcomes occur
+    for k in KS:
+        exact = svtjax.get("adaptive-svt-gap", epsilon=EPS, c=k, monotonic=True)
+        authors = svtjax.get("adaptive-svt-gap-authors", epsilon=EPS, c=k, monotonic=True)
+        draws = _draws(exact, jax.random.split(jax.random.key(k), RUNS), N)
+        a, b = jax.device_get((_decide(exact, draws, q).answers,
+                               _decide(authors, draws, q).answers))
+        na, nb = (a == 1).sum(axis=1), (b == 1).sum(axis=1)
+        assert np.all(na == 2 * k - 1), k
+        stop = 2 * k - 1 - (k in early)
+        assert np.all(nb == stop), (k, na, nb)
+        np.testing.assert_array_equal(a[:, :stop], b[:, :stop])
+        assert np.all(b[:, stop:] == -1)
+        first = jax.tree_util.tree_map(lambda x: np.asarray(x[0]), jax.device_get(draws))
+        np.testing.assert_array_equal(b[0], reference.run(authors, first, q, 0.0).answers)
+
+
 def test_rules_agree_away_from_the_boundary():
     """On random inputs the two rules give the same outcome except in runs that reach
     2 n1 + n2 = 2(k − 1) exactly, where the authors' rule may drop the last answer; checked run
@@ -81,12 +87,12 @@ def test_rules_agree_away_from_the_boundary():
     checked = differ = 0
     for k in (2, 3, 6, 9):
         for monotonic in (True, False):
-            q = rng.normal(0, 30, 200)
+            q = rng.normal(0, 30, N)
             kw = dict(epsilon=float(rng.uniform(0.3, 2.0)), c=k, monotonic=monotonic)
             exact = svtjax.get("adaptive-svt-gap", **kw)
             authors = svtjax.get("adaptive-svt-gap-authors", **kw)
             e2 = authors.budgets()[2]
-            draws = _draws(exact, jax.random.split(jax.random.key(k), 50), q.shape[0])
+            draws = _draws(exact, jax.random.split(jax.random.key(k), RUNS), N)
             a, b = (_decide(m, draws, q) for m in (exact, authors))
             ans_a, ans_b = np.asarray(a.answers), np.asarray(b.answers)
             for t in range(ans_a.shape[0]):

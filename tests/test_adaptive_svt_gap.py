@@ -115,17 +115,21 @@ def test_wrong_sigma_is_rejected():
 
 def test_stops_exactly_and_reports_budget_left():
     """With huge queries every answer takes the top branch (cost ε2 = ε1/2), so the mechanism
-    answers 2k − 1 queries before 2·n1 + n2 > 2(k − 1), and leaves ε1/2 unused."""
-    k, eps = 5, 1.0
-    mech = svtjax.get("adaptive-svt-gap", epsilon=eps, c=k, monotonic=True)
-    out = svtjax.simulate(mech, np.full(30, 1e6), 0.0, trials=20, seed=0)
+    answers 2k − 1 queries before 2·n1 + n2 > 2(k − 1), and leaves ε1/2 unused. k = 2 on four
+    queries: three answers, the fourth query not evaluated; the run is k2-general's program
+    (same structure, stream length and trials; c and θ are traced)."""
+    _, eps, k, theta, monotonic, q, _, _ = CASES[0]
+    mech = svtjax.get("adaptive-svt-gap", epsilon=eps, c=k, theta=theta, monotonic=monotonic)
+    out = svtjax.simulate(mech, np.full(q.size, 1e6), 0.0, trials=TRIALS, seed=0)
     answers = np.asarray(out.answers)
+    assert 2 * k - 1 < q.size
     assert np.all((answers == 1).sum(axis=1) == 2 * k - 1)
+    assert np.all(answers[:, 2 * k - 1:] == -1)
     eps0, eps1, eps2 = mech.budgets()
     np.testing.assert_allclose(np.asarray(out.cost)[answers == 1], eps2)
-    np.testing.assert_allclose(np.asarray(mech.remaining(out)), eps - eps0 - (2 * k - 1) * eps2,
-                               rtol=1e-12)
-    assert np.all(np.asarray(mech.remaining(out)) > 0)
+    left = np.asarray(mech.remaining(out))
+    np.testing.assert_allclose(left, eps - eps0 - (2 * k - 1) * eps2, rtol=1e-12)
+    assert np.all(left > 0)
 
 
 @pytest.mark.parametrize("monotonic", [False, True])

@@ -181,12 +181,12 @@ def test_device_histograms_equal_host_cells():
     for name, params, pair_name in [("roth11", {"epsilon": 1.0, "c": 2}, "lyu17-thm5 m=2")]:
         mech = svtjax.get(name, **params)
         pair = next(p for p in A.candidate_pairs(mech) if p.name == pair_name)
-        out = svtjax.simulate(mech, pair.queries, 0.0, trials=2000, seed=5,
+        out = svtjax.simulate(mech, pair.queries, 0.0, trials=A.CHUNK, seed=5,
                               chunk_size=A.CHUNK)
         g, e = pair.groups(), A.value_edges(mech)
         cells = A.output_cells(np.asarray(out.answers), np.asarray(out.items),
                                np.asarray(out.values), groups=g, edges=e)
-        hist = A.SimulationSampler(mech).histograms(pair.queries, 0.0, g, 2000, 5)
+        hist = A.SimulationSampler(mech).histograms(pair.queries, 0.0, g, A.CHUNK, 5)
         shapes = A.family_shapes(pair.queries.size, out.answers.shape[1])
         for f in A.FAMILIES:
             assert np.array_equal(np.bincount(cells[f], minlength=math.prod(shapes[f])),
@@ -194,7 +194,7 @@ def test_device_histograms_equal_host_cells():
         ev = A.Event("first-two", np.flatnonzero(hist["first-two"])[:3],
                      shapes["first-two"])
         assert ev.count(hist) == int(ev.contains(cells).sum())
-        assert A.count_event(mech, pair.queries, 0.0, ev, trials=2000, seed=5) == ev.count(hist)
+        assert A.count_event(mech, pair.queries, 0.0, ev, trials=A.CHUNK, seed=5) == ev.count(hist)
 
 
 def test_event_validation_and_description():

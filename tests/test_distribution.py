@@ -26,7 +26,8 @@ integral is split at the integrand's kinks (z = 0 and z = q_i − T_i) and evalu
 The comparison is Pearson's chi-square goodness-of-fit test (cells with expected count < 5 pooled
 into one), asserting p > 1e-4. The same test must reject deliberately wrong mechanisms (ε scaled
 by 1.5, the query noise halved, the monotonic noise used for general queries, the threshold not
-redrawn in Algorithm 2) with p < 1e-4.
+redrawn in Algorithm 2; the halved noise and the missing redraw sampled by a registered
+mechanism that has exactly their law) with p < 1e-4.
 
 Failure rate: every simulation uses a fixed seed, so the suite is deterministic; the seeds were not
 chosen by looking at the outcome. Under a correct implementation the p-value of each case is
@@ -56,9 +57,6 @@ from scipy import integrate, stats
 
 import svtjax
 from svtjax import testing
-from svtjax._pytree import pytree_dataclass
-from svtjax.mechanisms.classic import DPBook, LyuAlg1
-from svtjax.noise import Laplace
 from tests.cases import package_names, registered_distributions
 from tests.laws import fast
 
@@ -366,20 +364,16 @@ def test_chi_square_pools_small_cells():
 # -- deliberately wrong mechanisms must be rejected -----------------------------------------
 
 
-@pytree_dataclass
-class _HalfQueryNoiseAlg1(LyuAlg1):
-    """Algorithm 1 with ν ~ Lap(2cΔ/ε) instead of Lap(4cΔ/ε): a mis-scaled kernel."""
-
-    def query_noise(self):
-        return Laplace(super().query_noise().scale / 2)
-
-
-@pytree_dataclass
-class _NoRefreshDPBook(DPBook):
-    """Algorithm 2 without line 5's fresh ρ after a ⊤."""
-
-    def resamples(self):
-        return False
+STAND_IN = ("svt-s", {"epsilon": 3.0, "c": 2, "allocation": "1:c"})
+STAND_IN_MECH = svtjax.get(STAND_IN[0], **STAND_IN[1])
+"""A registered mechanism whose law is Figure1Law(threshold=1, query=2, cutoff=2), no
+resampling (ε1 = ε/3, ε2 = 2ε/3: ρ ~ Lap(1), ν ~ Lap(2c/ε2) = Lap(2)): Algorithm 1 at ε = 2,
+c = 2 with half its query noise (Lap(2) instead of Lap(4)), and Algorithm 2 at ε = 4, c = 2
+with ρ ~ Lap(1) never redrawn after a ⊤. It samples those two mis-implemented kernels' law
+with the structure of the registered case svt-s-c2-1:c (same stream length and trials), so the
+rejections compile nothing of their own. That a kernel follows its class's ``query_noise()``
+and ``resamples()`` is what every registered case above checks (lyu-alg1's and dpbook's differ
+in exactly these)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -397,13 +391,13 @@ WRONG = [
     WrongCase("lyu-alg1-epsilon-x1.5", svtjax.get("lyu-alg1", epsilon=3.0, c=2),
               ("lyu-alg1", {"epsilon": 2.0, "c": 2}), PaperScales(2 / 3.0, 8 / 3.0, 2),
               Q6, 1.0, 81),
-    WrongCase("lyu-alg1-half-query-noise", _HalfQueryNoiseAlg1(epsilon=2.0, c=2),
+    WrongCase("lyu-alg1-half-query-noise", STAND_IN_MECH,
               ("lyu-alg1", {"epsilon": 2.0, "c": 2}), PaperScales(1.0, 2.0, 2), Q6, 1.0, 82),
     WrongCase("svt-s-monotonic-noise-on-general", svtjax.get("svt-s", epsilon=3.0, c=3,
                                                              monotonic=True),
               ("svt-s", {"epsilon": 3.0, "c": 3}),
               paper_scales("svt-s", {"epsilon": 3.0, "c": 3, "monotonic": True}), Q6, 1.0, 83),
-    WrongCase("dpbook-threshold-not-redrawn", _NoRefreshDPBook(epsilon=4.0, c=2),
+    WrongCase("dpbook-threshold-not-redrawn", STAND_IN_MECH,
               ("dpbook", {"epsilon": 4.0, "c": 2}), PaperScales(1.0, 2.0, 2), Q6, 1.0, 84),
 ]
 
@@ -411,6 +405,8 @@ WRONG = [
 @pytest.mark.parametrize("case", WRONG, ids=[c.id for c in WRONG])
 def test_rejects_wrong_mechanism(case):
     name, params = case.claimed
+    if case.simulated is STAND_IN_MECH:
+        assert paper_scales(*STAND_IN) == case.actual  # the stand-in has the wrong law exactly
     probs = oracle(name, params, case.queries, case.thresholds)
     # The test is powerful enough to reject this alternative essentially always.
     wrong = oracle_from_scales(case.actual, case.queries, case.thresholds)

@@ -210,14 +210,19 @@ def test_answer_vector_distribution(case):
 
 
 def test_rejects_stagewise_without_threshold_refresh():
-    """Algorithm 2 with the same c (one threshold, no stages) against Algorithm 3's law."""
+    """Algorithm 2 with the same c (one threshold, no stages) against Algorithm 3's law.
+
+    k_max = n never binds on the six queries (its law is Rules(c=3)'s, which the power check
+    uses), and gives the simulation gaussian-c2-kmax5's structure (c and k_max are traced), so
+    it compiles nothing of its own."""
     rho, nu = Gaussian(0.8), Gaussian(1.2)
     right = oracle(Rules(c=3, stage_c=1), Q6, 1.0, rho, nu)
     wrong = oracle(Rules(c=3), Q6, 1.0, rho, nu)
     lam = noncentrality(wrong, right, TRIALS)
     df = len(right) - 1
     assert stats.ncx2.sf(stats.chi2.isf(ALPHA, df), df, lam) > 1 - 1e-6, lam
-    mech = svtjax.get("generalized-svt", c=3, threshold_noise=rho, query_noise=nu)
+    assert wrong == oracle(Rules(c=3, k_max=Q6.size), Q6, 1.0, rho, nu)
+    mech = svtjax.get("generalized-svt", c=3, k_max=Q6.size, threshold_noise=rho, query_noise=nu)
     p, *_, report = chi_square(right, _simulate(mech, 1.0, 106), TRIALS)
     assert p < ALPHA, report
 

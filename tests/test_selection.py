@@ -11,7 +11,7 @@ with exponential noise is permute-and-flip, ε-DP, k = 1).
   220 random cases per structure and dtype (n in {8, 50}, integer scores with many ties or real
   scores), in one compiled call per shape (lax.map over the cases). Exact ties of noisy scores
   go to the lower index in every implementation.
-* Distribution: the empirical law of the ordered pick tuple over 10^5 trials (n <= 5, k <= 3)
+* Distribution: the empirical law of the ordered pick tuple over 10^5 trials (n = 5, k <= 3)
   against exact probabilities: for EM (and Gumbel noise) the product of peeling probabilities
   Π_r exp(w q_{j_r}) / Σ_{remaining} exp(w q_i); for Laplace and exponential noise
   P(X_{j_1} > ... > X_{j_k} > max_{rest} X_l), X_i = q_i + η_i, by nested cumulative quadrature
@@ -171,18 +171,38 @@ def test_exact_ties_go_to_the_lower_index(vectorized):
     np.testing.assert_array_equal(reference.run(mech, draws, q, 0.0).items, [0, 1])
 
 
-def test_em_peeling_equals_gumbel_report_noisy_max_on_the_same_draws():
-    q = np.random.default_rng(1).integers(0, 5, 40).astype(float)
+@jax.jit
+def _em_and_gumbel_picks(q):
+    """em-peeling's and Gumbel report-noisy-max's outcomes on em-peeling's draws of 300 trials,
+    general and monotonic, in one program (vmap outside jit runs every operation as a program
+    of its own)."""
     keys = jax.random.split(jax.random.key(5), 300)
+    out = []
     for mono in (False, True):
         em = svtjax.get("em-peeling", epsilon=1.3, c=4, sensitivity=2.0, monotonic=mono)
         rnm = svtjax.get("report-noisy-max", epsilon=1.3, k=4, sensitivity=2.0, monotonic=mono,
                          noise="gumbel")
-        draws = jax.vmap(lambda k: em.draw(k, q.size))(keys)
-        a = jax.vmap(lambda d: em.decide(d, q, 0.0))(draws)
-        b = jax.vmap(lambda d: rnm.decide(d, q, 0.0))(draws)
+        draws = jax.vmap(lambda k, em=em: em.draw(k, q.size))(keys)
+        out.append((jax.vmap(lambda d, em=em: em.decide(d, q, 0.0))(draws),
+                    jax.vmap(lambda d, rnm=rnm: rnm.decide(d, q, 0.0))(draws)))
+    return out
+
+
+def test_em_peeling_equals_gumbel_report_noisy_max_on_the_same_draws():
+    q = np.random.default_rng(1).integers(0, 5, 40).astype(float)
+    for a, b in jax.device_get(_em_and_gumbel_picks(q)):
         for x, y in zip(a, b):
-            np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+            np.testing.assert_array_equal(x, y)
+
+
+@jax.jit
+def _call_and_draws(mech, key, q, t):
+    """What the test below compares, in one program per mechanism structure: the draws with and
+    without shuffle, ``mech(key)``, ``decide`` on the shuffled draws with thresholds ``t``, and
+    the draws of a 5-item stream."""
+    draws = mech.draw(key, q.size, shuffle=True)
+    return (draws, mech.draw(key, q.size).query, mech(key, q, 0.5), mech.decide(draws, q, t),
+            mech.draw(key, 5).query)
 
 
 def test_call_draw_shuffle_and_thresholds():
@@ -193,17 +213,13 @@ def test_call_draw_shuffle_and_thresholds():
     for mech in (svtjax.get("em-peeling", epsilon=2.0, c=3),
                  svtjax.get("report-noisy-max", epsilon=2.0, k=4, noise="laplace")):
         for seed in range(3):
-            key = jax.random.key(seed)
-            draws = mech.draw(key, q.size, shuffle=True)
+            draws, plain, lazy, full, prefix = jax.device_get(_call_and_draws(
+                mech, jax.random.key(seed), q, rng.normal(size=q.size)))
             assert draws.threshold is None and draws.order is None
-            np.testing.assert_array_equal(np.asarray(draws.query),
-                                          np.asarray(mech.draw(key, q.size).query))
-            lazy = mech(key, q, 0.5)
-            full = mech.decide(draws, q, rng.normal(size=q.size))
+            np.testing.assert_array_equal(draws.query, plain)
             for a, b in zip(lazy, full):
-                np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-            np.testing.assert_array_equal(np.asarray(draws.query)[:5],
-                                          np.asarray(mech.draw(key, 5).query))
+                np.testing.assert_array_equal(a, b)
+            np.testing.assert_array_equal(draws.query[:5], prefix)
 
 
 def test_simulate_ignores_shuffle_and_thresholds():
@@ -218,7 +234,7 @@ def test_simulate_ignores_shuffle_and_thresholds():
     np.testing.assert_array_equal(np.asarray(svtjax.selected(plain, 4)), np.asarray(plain.items))
     # trial t is mech(fold_in(key(seed), t))
     one = mech(jax.random.fold_in(jax.random.key(9), 17), q, 0.0)
-    np.testing.assert_array_equal(np.asarray(one.items), np.asarray(plain.items[17]))
+    np.testing.assert_array_equal(np.asarray(one.items), np.asarray(plain.items)[17])
 
 
 def test_one_compile_per_structure():
@@ -372,11 +388,15 @@ def test_quadrature_against_closed_forms():
 # --------------------------------------------------------------------------------------------
 
 Q5 = np.array([0.0, 1.0, 2.0, 2.0, 0.5])
-Q4 = np.array([1.0, 0.0, 2.5, 1.0])
 
+# Every case and every wrong mechanism below runs on Q5 with TRIALS trials in float64, and each
+# wrong mechanism has the structure (class, k, noise, monotonic) of an accepted case, so a
+# simulation compiles one program per structure: seven in all. The rejection of one-shot
+# exponential top-k in tests/test_selection_baselines.py runs the structure of
+# rnm-exponential-k2-monotonic on the same shape.
 DIST_CASES = [
     ("em-peeling-c3", "em-peeling", {"epsilon": 6.0, "c": 3, "sensitivity": 1.5}, Q5, 101),
-    ("em-peeling-c2-monotonic", "em-peeling", {"epsilon": 2.0, "c": 2, "monotonic": True}, Q4,
+    ("em-peeling-c2-monotonic", "em-peeling", {"epsilon": 2.0, "c": 2, "monotonic": True}, Q5,
      102),
     ("rnm-gumbel-k3", "report-noisy-max", {"epsilon": 4.0, "k": 3, "noise": "gumbel"}, Q5, 103),
     ("rnm-laplace-k2", "report-noisy-max", {"epsilon": 3.0, "k": 2, "sensitivity": 0.5}, Q5,
@@ -385,7 +405,7 @@ DIST_CASES = [
      {"epsilon": 3.0, "k": 3, "monotonic": True}, Q5, 105),
     ("rnm-exponential-k1", "report-noisy-max", {"epsilon": 2.0, "noise": "exponential"}, Q5, 106),
     ("rnm-exponential-k2-monotonic", "report-noisy-max",
-     {"epsilon": 2.0, "k": 2, "noise": "exponential", "monotonic": True}, Q4, 107),
+     {"epsilon": 2.0, "k": 2, "noise": "exponential", "monotonic": True}, Q5, 107),
 ]
 
 
@@ -414,10 +434,11 @@ WRONG = [
      EMPeeling(epsilon=3.0, c=2, monotonic=True), lambda q: peeling_law(q, 1.5, 2), Q5, 111),
     ("rnm-laplace-half-noise", ("report-noisy-max", {"epsilon": 3.0, "k": 2}),
      ReportNoisyMax(epsilon=6.0, k=2), lambda q: topk_law(q, 2 / 3, "laplace", 2), Q5, 112),
+    # Laplace noise at the claimed scale (kΔ/ε = 1) in place of exponential: the structure of
+    # rnm-laplace-k2 (ε = 4 gives 2kΔ/ε = 1).
     ("rnm-laplace-instead-of-exponential",
-     ("report-noisy-max", {"epsilon": 2.0, "noise": "exponential"}),
-     ReportNoisyMax(epsilon=2.0, noise="laplace"), lambda q: topk_law(q, 1.0, "laplace", 1), Q5,
-     113),
+     ("report-noisy-max", {"epsilon": 2.0, "k": 2, "noise": "exponential", "monotonic": True}),
+     ReportNoisyMax(epsilon=4.0, k=2), lambda q: topk_law(q, 1.0, "laplace", 2), Q5, 113),
 ]
 
 
@@ -448,6 +469,19 @@ SENSITIVITY = 2.5  # Δ ≠ 1 so that a scale missing Δ is caught
 ORDERS = [1.5, 2.0, 10.0]
 
 
+def _assert_pick_cost(name, picks, **static):
+    """Every pick of a simulated run costs ε/k (ε = 0.3k). k is that of the DIST_CASES
+    structure with these static parameters (3 where there is none), so the run is that case's
+    compiled program."""
+    k = next((params.get(picks, 1) for _, n, params, *_ in DIST_CASES
+              if n == name and all(params.get(f, False if f == "monotonic" else "laplace") == v
+                                   for f, v in static.items())), 3)
+    mech = svtjax.get(name, epsilon=0.3 * k, **{picks: k}, **static)
+    out = svtjax.simulate(mech, Q5, 0.0, trials=TRIALS, seed=1)
+    assert np.asarray(out.cost).shape == (TRIALS, k)
+    np.testing.assert_allclose(np.asarray(out.cost), 0.3, rtol=1e-15)
+
+
 @pytest.mark.parametrize("monotonic", [False, True], ids=["general", "monotonic"])
 def test_em_peeling_privacy(monotonic):
     for eps in EPSILONS:
@@ -470,9 +504,7 @@ def test_em_peeling_privacy(monotonic):
             np.testing.assert_allclose(np.asarray(mech.privacy().rdp(ORDERS)),
                                        accounting.pure_dp_rdp(eps, ORDERS), rtol=0, atol=0)
             assert float(mech.pick_cost()) == pytest.approx(eps / c, rel=1e-15)
-    out = svtjax.get("em-peeling", epsilon=0.9, c=3, monotonic=monotonic)(
-        jax.random.key(0), np.arange(5.0), 0.0)
-    np.testing.assert_allclose(np.asarray(out.cost), 0.3, rtol=1e-15)
+    _assert_pick_cost("em-peeling", "c", monotonic=monotonic)
 
 
 @pytest.mark.parametrize("monotonic", [False, True], ids=["general", "monotonic"])
@@ -509,9 +541,7 @@ def test_report_noisy_max_privacy(noise, monotonic):
             assert derived == pytest.approx(eps, rel=1e-13)
             np.testing.assert_allclose(g.rdp(ORDERS), accounting.pure_dp_rdp(eps, ORDERS),
                                        rtol=0, atol=0)
-    mech = svtjax.get("report-noisy-max", epsilon=0.9, k=3, monotonic=monotonic, noise=noise)
-    out = mech(jax.random.key(1), np.arange(5.0), 0.0)
-    np.testing.assert_allclose(np.asarray(out.cost), 0.3, rtol=1e-15)
+    _assert_pick_cost("report-noisy-max", "k", monotonic=monotonic, noise=noise)
 
 
 def _neighbours(n, delta, monotonic):

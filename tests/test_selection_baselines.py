@@ -20,7 +20,7 @@ cases. Here:
 * the ordered picks of 10^5 simulated trials against those laws (Pearson chi-square, cells with
   expected count < 5 pooled, p > 1e-4): permute-and-flip against the report-noisy-max-exp
   quadrature law, report-noisy-max-exp against permute-and-flip's closed form, gumbel-top-k
-  against em-peeling's law; and one-shot top-3 with exponential noise (not peeled) rejected
+  against em-peeling's law; and one-shot top-2 with exponential noise (not peeled) rejected
   against the peeled law, after checking the test's power > 1 − 1e-6 from the exact laws;
 * the sampler's fallback (the exact end of a round after its proposals, rare in use): on draws
   that force it, the kernel, the proposal-by-proposal loop and the reference agree, and with one
@@ -163,17 +163,18 @@ def test_rounds_draw_fresh_numbers_indexed_by_round_and_item():
     """Round r's proposals depend only on (key, r, proposal) and its fallback on (key, r, item):
     a longer stream extends the fallback rows; every round has fresh numbers."""
     key = jax.random.key(11)
-    pf = svtjax.get("permute-and-flip", epsilon=1.0, k=3)
-    short, long = pf.draw(key, 5), pf.draw(key, 300, shuffle=True)
-    blocks = (3, peeled.BLOCKS, peeled.PROPOSALS)
+    # The mechanism and short stream of the fallback test below: the short draw is its program.
+    pf = svtjax.get("permute-and-flip", epsilon=2.0, k=4, sensitivity=1.5)
+    short, long = pf.draw(key, 9), pf.draw(key, 300, shuffle=True)
+    blocks = (4, peeled.BLOCKS, peeled.PROPOSALS)
     assert short.gap.shape == short.mark.shape == short.accept.shape == blocks
-    assert short.fallback.shape == (3, 5) and long.fallback.shape == (3, 300)
+    assert short.fallback.shape == (4, 9) and long.fallback.shape == (4, 300)
     assert short.threshold is None and long.order is None
     for name in ("gap", "mark", "accept"):
         np.testing.assert_array_equal(np.asarray(short[name]), np.asarray(long[name]))
-        rows = np.asarray(short[name]).reshape(3, -1)
+        rows = np.asarray(short[name]).reshape(4, -1)
         assert not np.array_equal(rows[0], rows[1])  # fresh every round
-    np.testing.assert_array_equal(np.asarray(short.fallback), np.asarray(long.fallback)[:, :5])
+    np.testing.assert_array_equal(np.asarray(short.fallback), np.asarray(long.fallback)[:, :9])
     assert not np.array_equal(np.asarray(long.fallback)[0], np.asarray(long.fallback)[1])
     assert np.all(np.asarray(long.gap) >= 0)
 
@@ -288,13 +289,15 @@ def test_ordered_picks_distribution(case):
 
 
 def test_rejects_one_shot_exponential_top_k():
-    """One-shot top-3 with exponential noise (report-noisy-max, noise="exponential", k = 3) is
-    not the peeled mechanism: its law (quadrature) is far from the peeled one, and the test
-    rejects its samples."""
-    params = {"epsilon": 4.0, "k": 3}
+    """One-shot top-2 with exponential noise (report-noisy-max, noise="exponential", k = 2,
+    monotonic) is not the peeled mechanism: its law (quadrature) is far from the peeled one
+    (rnm-exp-k2-monotonic-vs-pf-closed-form's law), and the test rejects its samples. Its
+    simulation is the program of tests/test_selection.py's rnm-exponential-k2-monotonic case
+    (same structure, scores and trials)."""
+    params = {"epsilon": 2.0, "k": 2, "monotonic": True}
     right = exact.picks_law(svtjax.get("permute-and-flip", **params), Q5)
     one_shot = svtjax.get("report-noisy-max", noise="exponential", **params)
-    wrong = topk_law(Q5, float(one_shot.scale()), "exponential", 3)
+    wrong = topk_law(Q5, float(one_shot.scale()), "exponential", 2)
     lam = noncentrality(wrong, right, TRIALS)
     df = len(right) - 1
     assert stats.ncx2.sf(stats.chi2.isf(ALPHA, df), df, lam) > 1 - 1e-6, lam
