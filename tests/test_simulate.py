@@ -18,12 +18,15 @@ from scipy import stats
 
 import svtjax
 from svtjax import _driver
-from tests.cases import CASES, build, case_ids
 from tests.conftest import subprocess_env
 
 simulate_module = importlib.import_module("svtjax.simulate")
 
 ZIPF = 100.0 / np.arange(1, 301)
+# The file's canonical run, shared by most tests so that they share compiled programs: svt-s with
+# released values (the block form, a numeric answer per ⊤) on ZIPF at threshold 10, 130 trials.
+CANON = dict(epsilon=1.0, c=4, eps3=0.2)
+TRIALS = 130
 
 
 def _assert_same(a, b):
@@ -32,28 +35,29 @@ def _assert_same(a, b):
 
 
 @pytest.mark.parametrize("name,params", [
-    ("svt-s", dict(epsilon=1.0, c=4, eps3=0.2)),
-    ("dpbook", dict(epsilon=1.0, c=3)),
-    ("chen", dict(epsilon=1.0)),
+    ("svt-s", CANON),  # the block form, with released values
+    ("dpbook", dict(epsilon=1.0, c=3)),  # no block form: the per-position scan
 ])
-@pytest.mark.parametrize("shuffle", [False, True])
-def test_chunk_size_does_not_change_outcomes(name, params, shuffle):
-    # 130 trials in one chunk compact once (levels 130/17, svtjax._loops.bucket_sizes); chunks
-    # of 7 never do.
+def test_chunk_size_does_not_change_outcomes(name, params):
+    """Chunks change no Outcome, in a fixed order and shuffled: 130 trials in one chunk compact
+    once (levels 130/17, svtjax._loops.bucket_sizes); chunks of 7 never compact and the last is
+    padded (130 = 18 x 7 + 4); one chunk of 256, larger than the run, compacts at 256/32 and is
+    mostly padding (svt-s's shuffled chunk of 256 is the program of the trial-group tests)."""
     mech = svtjax.get(name, **params)
-    runs = [svtjax.simulate(mech, ZIPF, 10.0, trials=130, seed=3, shuffle=shuffle, chunk_size=cs)
-            for cs in (None, 7, 1000)]
-    assert runs[0].answers.shape == (130, ZIPF.shape[0])
-    _assert_same(runs[0], runs[1])
-    _assert_same(runs[0], runs[2])
+    for shuffle in (False, True):
+        runs = [svtjax.simulate(mech, ZIPF, 10.0, trials=TRIALS, seed=3, shuffle=shuffle,
+                                chunk_size=cs) for cs in (None, 7, 256)]
+        assert runs[0].answers.shape == (TRIALS, ZIPF.shape[0])
+        _assert_same(runs[0], runs[1])
+        _assert_same(runs[0], runs[2])
 
 
-@pytest.mark.parametrize("shuffle", [False, True])
-def test_the_compaction_factor_changes_no_number(shuffle, monkeypatch):
+def test_the_compaction_factor_changes_no_number(monkeypatch):
     """The engine's compaction factor (``svtjax.engine.COMPACTION``, per platform) reaches the
     trace of ``simulate``'s chunk (in its plan, the one static argument: each factor its own
-    program) and changes no number: 130 trials compact as 130/17 at the CPU's factor 8,
-    130/65/33/17 at 2, never at 10^9."""
+    program) and changes no number, in a fixed order and shuffled: 130 trials compact as 130/17
+    at the CPU's factor 8 and 130/65/33/17 at 2. (A run that never compacts gives the same
+    numbers too: test_chunk_size_does_not_change_outcomes's chunks of 7.)"""
     from svtjax import _loops
     from svtjax import engine as _engine
 
@@ -61,52 +65,30 @@ def test_the_compaction_factor_changes_no_number(shuffle, monkeypatch):
     sizes = _loops.bucket_sizes
     monkeypatch.setattr(_loops, "bucket_sizes", lambda b, f=8, **kw: (seen.append((b, f)),
                                                                       sizes(b, f, **kw))[1])
-    mech = svtjax.get("svt-s", epsilon=1.0, c=4, eps3=0.2)
-    base = svtjax.simulate(mech, ZIPF, 10.0, trials=130, seed=3, shuffle=shuffle)
-    for factor in (2, 10**9):
-        monkeypatch.setitem(_engine.COMPACTION, "cpu", factor)
-        assert _engine.compaction_factor() == factor
-        _assert_same(base, svtjax.simulate(mech, ZIPF, 10.0, trials=130, seed=3,
+    mech = svtjax.get("svt-s", **CANON)
+    default = _engine.COMPACTION["cpu"]
+    for shuffle in (False, True):
+        monkeypatch.setitem(_engine.COMPACTION, "cpu", default)
+        base = svtjax.simulate(mech, ZIPF, 10.0, trials=TRIALS, seed=3, shuffle=shuffle)
+        monkeypatch.setitem(_engine.COMPACTION, "cpu", 2)
+        assert _engine.compaction_factor() == 2
+        seen.clear()
+        _assert_same(base, svtjax.simulate(mech, ZIPF, 10.0, trials=TRIALS, seed=3,
                                            shuffle=shuffle))
-        assert (130, factor) in seen
+        assert (TRIALS, 2) in seen
     with pytest.raises(ValueError, match="integer >= 2"):
         dataclasses.replace(_engine.resolve(), compaction=1)
 
 
-@pytest.mark.parametrize("case", CASES, ids=case_ids())
-def test_a_narrow_block_gives_the_numbers_of_a_whole_block(case):
-    """A stream shorter than BLOCK runs in one block of its length rounded up to a multiple of
-    ``NARROW`` (``_engine.block_width``); every registered case gives the Outcomes of the
-    whole-BLOCK layout, bit for bit, in a fixed order and shuffled (one program per case; the
-    CRN tests' streams of 9 and 50 queries run narrow blocks of 16 and 56)."""
-    from svtjax import engine as _engine
-
-    rng = np.random.default_rng(17)
-    n = 5
-    mech = build(case, rng, **({"c": 2} if case.has_cutoff else {}))
-    q = jnp.asarray(rng.normal(0.0, 2.0, n))
-    t = jnp.full((n,), 0.5)
-    keys = jax.random.split(jax.random.key(9), 40)
-    assert _engine.block_width(n) == _engine.NARROW < _engine.BLOCK_WIDTH["cpu"]
-
-    @jax.jit
-    def runs(mech, keys, q, t):
-        return [[mech.run_batch(keys, q, t, shuffle=shuffle, width=width)
-                 for width in (None, _engine.BLOCK)] for shuffle in (False, True)]
-
-    for narrow, whole in runs(mech, keys, q, t):
-        for field in narrow._fields:
-            np.testing.assert_array_equal(np.asarray(getattr(narrow, field)),
-                                          np.asarray(getattr(whole, field)), err_msg=field)
-
-
 def test_trial_t_uses_fold_in_of_seed():
-    mech = svtjax.get("lyu-alg1", epsilon=0.7, c=3)
-    out = svtjax.simulate(mech, ZIPF, 10.0, trials=6, seed=11)
-    for t in (0, 5):
+    # 7 trials: the chunk of 7 of test_chunk_size_does_not_change_outcomes; the one-trial call is
+    # test_vmap_over_a_stacked_batch_of_mechanisms's
+    mech = svtjax.get("svt-s", epsilon=0.7, c=3, eps3=0.2)
+    out = svtjax.simulate(mech, ZIPF, 10.0, trials=7, seed=11)
+    for t in (0, 6):
         one = mech(jax.random.fold_in(jax.random.key(11), t), ZIPF, 10.0)
-        _assert_same(jax.tree_util.tree_map(lambda x: x[t], out), one)
-    other = svtjax.simulate(mech, ZIPF, 10.0, trials=6, seed=12)
+        _assert_same(jax.tree_util.tree_map(lambda x: np.asarray(x)[t], out), one)
+    other = svtjax.simulate(mech, ZIPF, 10.0, trials=7, seed=12)
     assert not np.array_equal(np.asarray(out.answers), np.asarray(other.answers))
 
 
@@ -117,8 +99,8 @@ _SHARDED = textwrap.dedent("""
     q = 100.0 / np.arange(1, 301)
     out = {}
     for shuffle in (False, True):
-        mech = svtjax.get("svt-s", epsilon=1.0, c=4, monotonic=True)
-        o = svtjax.simulate(mech, q, 10.0, trials=50, seed=5, shuffle=shuffle, chunk_size=12)
+        mech = svtjax.get("svt-s", epsilon=1.0, c=4, eps3=0.2)
+        o = svtjax.simulate(mech, q, 10.0, trials=130, seed=5, shuffle=shuffle, chunk_size=12)
         for f in o._fields:
             out[f"{f}_{shuffle}"] = np.asarray(getattr(o, f))
     np.savez(OUT, **out)
@@ -132,9 +114,9 @@ def test_sharded_over_four_cpu_devices_is_bit_identical(tmp_path):
     subprocess.run([sys.executable, "-c", f"OUT = {str(path)!r}\n" + _SHARDED], check=True,
                    env=env, timeout=600)
     got = np.load(path)
-    mech = svtjax.get("svt-s", epsilon=1.0, c=4, monotonic=True)
+    mech = svtjax.get("svt-s", **CANON)  # here: the programs of the canonical run
     for shuffle in (False, True):
-        here = svtjax.simulate(mech, ZIPF, 10.0, trials=50, seed=5, shuffle=shuffle,
+        here = svtjax.simulate(mech, ZIPF, 10.0, trials=TRIALS, seed=5, shuffle=shuffle,
                                num_devices=1)
         for f in here._fields:
             np.testing.assert_array_equal(got[f"{f}_{shuffle}"], np.asarray(getattr(here, f)))
@@ -154,26 +136,30 @@ def test_sweep_of_20_epsilons_by_3_cutoffs_compiles_once():
 
 
 def test_vmap_over_a_stacked_batch_of_mechanisms():
-    mechs = [svtjax.get("svt-s", epsilon=e, c=c, monotonic=True) for e, c in
+    mechs = [svtjax.get("svt-s", epsilon=e, c=c, eps3=0.2) for e, c in
              [(0.3, 1), (1.0, 2), (2.0, 4)]]
-    stacked = jax.tree_util.tree_map(lambda *x: jax.numpy.stack(x), *mechs)
+    # stacked and sliced in numpy, vmapped under jit: a jax.numpy operation outside jit is a
+    # program of its own
+    stacked = jax.tree_util.tree_map(lambda *x: np.stack(x), *mechs)
     key = jax.random.key(2)
-    batched = jax.vmap(lambda m: m(key, ZIPF, 10.0))(stacked)
+    batched = jax.jit(jax.vmap(lambda m: m(key, ZIPF, 10.0)))(stacked)
     for i, m in enumerate(mechs):
-        _assert_same(jax.tree_util.tree_map(lambda x: x[i], batched), m(key, ZIPF, 10.0))
+        _assert_same(jax.tree_util.tree_map(lambda x: np.asarray(x)[i], batched),
+                     m(key, ZIPF, 10.0))
 
 
 def test_reduce_sums_per_trial_values_inside_chunks():
-    mech = svtjax.get("svt-s", epsilon=1.0, c=5)
-    full = svtjax.simulate(mech, ZIPF, 10.0, trials=37, seed=1)
+    """One chunk and chunks of 7 (the last padded): the canonical run's shapes."""
+    mech = svtjax.get("svt-s", epsilon=1.0, c=5, eps3=0.2)
+    full = svtjax.simulate(mech, ZIPF, 10.0, trials=TRIALS, seed=1)
     tops = np.sum(np.asarray(full.answers) == 1, axis=1)
 
     def reducer(out):
         k = (out.answers == 1).sum(axis=1)
         return {"tops": k, "tops2": k * k}
 
-    for chunk in (None, 8):
-        red = svtjax.simulate(mech, ZIPF, 10.0, trials=37, seed=1, chunk_size=chunk,
+    for chunk in (None, 7):
+        red = svtjax.simulate(mech, ZIPF, 10.0, trials=TRIALS, seed=1, chunk_size=chunk,
                               reduce=reducer)
         assert int(red["tops"]) == tops.sum()
         assert int(red["tops2"]) == (tops ** 2).sum()
@@ -181,8 +167,9 @@ def test_reduce_sums_per_trial_values_inside_chunks():
 
 def test_shuffled_trial_groups_change_no_number(monkeypatch):
     """A reduced shuffled chunk run in groups (``shuffle_groups``) gives every trial the numbers
-    it gets ungrouped: per-trial values (``mode="values"``) and ``simulate``'s sums."""
-    mech = svtjax.get("svt-s", epsilon=2.0, c=3)
+    it gets ungrouped: per-trial values (``mode="values"``, with each trial's index) and
+    ``simulate``'s sums (``mode="sum"``, the padded trials of its one chunk of 256 masked)."""
+    mech = svtjax.get("svt-s", **CANON)
     root = simulate_module.seed_key(11)
 
     def per_trial(out, ctx):  # mode "values": the trials on the last axis, as a sweep's
@@ -197,30 +184,27 @@ def test_shuffled_trial_groups_change_no_number(monkeypatch):
     reduce = jax.tree_util.Partial(per_trial)
     runs = [_driver.run_chunk(mech, ZIPF, jnp.full(300, 10.0), root, 0, 256, reduce,
                               plan=_driver.Plan(chunk=256, shuffle=True, mode="values", groups=g))
-            for g in (1, 2, 4)]
+            for g in (1, 4)]
     assert np.asarray(runs[0]["evaluated"]).min() < 300  # trials halt at different positions
-    for run in runs[1:]:
-        _assert_same(jax.tree_util.tree_leaves(runs[0]), jax.tree_util.tree_leaves(run))
+    _assert_same(jax.tree_util.tree_leaves(runs[0]), jax.tree_util.tree_leaves(runs[1]))
     np.testing.assert_array_equal(np.asarray(runs[0]["trial"]), np.arange(256))
-    np.testing.assert_array_equal(np.asarray(runs[2]["rows"]),
+    np.testing.assert_array_equal(np.asarray(runs[1]["rows"]),
                                   np.stack([np.arange(256), np.asarray(runs[0]["evaluated"])]))
-    # mode "sum": the trials on the leading axis ([trials, 2] here)
-    sums = [_driver.run_chunk(
-        mech, ZIPF, jnp.full(300, 10.0), root, 0, 200,
-        jax.tree_util.Partial(lambda out, ctx: jnp.stack(
-            [jnp.sum(out.answers >= 0, axis=-1), ctx.index], axis=1)),
-        plan=_driver.Plan(chunk=256, shuffle=True, mode="sum", groups=g)) for g in (1, 4)]
-    _assert_same(sums[0], sums[1])
-    np.testing.assert_array_equal(np.asarray(sums[1])[1], np.arange(200).sum())
 
+    # mode "sum": 200 trials in one chunk of 256, 56 of them padding (the Outcomes: the first
+    # 200 trials of 256, test_chunk_size_does_not_change_outcomes's program of 256)
     def count(out):
         return jnp.sum(out.answers >= 0, axis=-1), jnp.sum(out.answers == 1, axis=-1)
 
-    ungrouped = svtjax.simulate(mech, ZIPF, 10.0, trials=512, seed=4, shuffle=True, reduce=count)
+    run = functools.partial(svtjax.simulate, mech, ZIPF, 10.0, trials=200, seed=4, shuffle=True,
+                            chunk_size=256)
+    answers = np.asarray(run(trials=256).answers)[:200]
+    ungrouped = run(reduce=count)
+    np.testing.assert_array_equal(np.asarray(ungrouped),
+                                  [np.sum(answers >= 0), np.sum(answers == 1)])
     monkeypatch.setattr(_driver, "SHUFFLE_GROUP_BYTES", 1)
-    assert _driver.shuffle_groups(mech, 300, 512) == 4  # groups of the 128-trial minimum
-    grouped = svtjax.simulate(mech, ZIPF, 10.0, trials=512, seed=4, shuffle=True, reduce=count)
-    _assert_same(ungrouped, grouped)
+    assert _driver.shuffle_groups(mech, 300, 256) == 2  # groups of the 128-trial minimum
+    _assert_same(ungrouped, run(reduce=count))
 
 
 def test_shuffle_groups_are_equal_cache_sized_small_trials_and_cpu_only(monkeypatch):
@@ -258,21 +242,25 @@ def test_shuffle_groups_are_equal_cache_sized_small_trials_and_cpu_only(monkeypa
 
 def test_shuffled_outcomes_in_groups_are_the_ungrouped_outcomes(monkeypatch):
     """A chunk returning full Outcomes (no ``reduce``) run in groups gives every trial the
-    Outcome it gets ungrouped, field by field, through ``run_chunk`` and ``simulate``."""
-    mech = svtjax.get("svt-s", epsilon=2.0, c=3)
-    root = simulate_module.seed_key(12)
-    runs = [_driver.run_chunk(mech, ZIPF, jnp.full(300, 10.0), root, 0, 256,
-                              plan=_driver.Plan(chunk=256, shuffle=True, groups=g))
-            for g in (1, 4)]
-    assert np.asarray(runs[0].answers).shape[0] == 256
-    assert (np.asarray(runs[0].answers) >= 0).sum(axis=1).min() < 300  # early halts
+    Outcome it gets ungrouped, field by field, through ``run_chunk`` (4 groups) and
+    ``simulate`` (2). The ungrouped chunk of 256 is test_chunk_size_does_not_change_outcomes's
+    program."""
+    mech = svtjax.get("svt-s", **CANON)
+    ungrouped = svtjax.simulate(mech, ZIPF, 10.0, trials=256, seed=12, shuffle=True)
+    answers = np.asarray(ungrouped.answers)
+    assert answers.shape[0] == 256
+    assert (answers >= 0).sum(axis=1).min() < 300  # early halts
+    plan = _driver.plan(mech, 300, 256, shuffle=True)
+    assert (plan.chunk, plan.groups) == (256, 1)
+    q, t = mech._prepare(ZIPF, 10.0)
+    four = _driver.run_chunk(mech, q, t, simulate_module.seed_key(12), 0, 256,
+                             plan=dataclasses.replace(plan, groups=4))
     # field by field (a stored items array past a trial's halt is not part of the Outcome)
-    _assert_same(runs[0], runs[1])
-    ungrouped = svtjax.simulate(mech, ZIPF, 10.0, trials=512, seed=4, shuffle=True)
+    _assert_same(ungrouped, four)
     monkeypatch.setattr(_driver, "SHUFFLE_GROUP_BYTES", 1)
-    assert _driver.shuffle_groups(mech, 300, 512) == 4
-    grouped = svtjax.simulate(mech, ZIPF, 10.0, trials=512, seed=4, shuffle=True)
-    _assert_same(ungrouped, grouped)
+    assert _driver.shuffle_groups(mech, 300, 256) == 2
+    _assert_same(ungrouped, svtjax.simulate(mech, ZIPF, 10.0, trials=256, seed=12,
+                                            shuffle=True))
 
 
 def test_shuffle_gives_uniform_orders():
@@ -307,19 +295,22 @@ def test_shuffle_order_is_a_prefix_of_the_full_permutation():
 def test_fisher_yates_kernels_match_the_reference_shuffle():
     """The block Fisher–Yates kernels (the compiled one where it runs, flat addressing, and the
     (position, trial) one used for permutations of 2**32 entries or more) give every trial the
-    reference's order, block after block with the pending write carried across blocks; n = 100
-    makes swap partners collide within a block, n = 5 and 130 leave padded positions in the
-    last block."""
+    reference's order, block after block with the pending write carried across blocks, on one
+    stream of n = 130 (three blocks): swap partners collide within a block (two positions of a
+    block swap with the same partner, a position swaps with a later one of its block) and its
+    last block has padded positions; the partners are checked to do so. (A stream of one padded
+    block, n = 9, is tests/test_equivalence.py's test_kernel_matches_reference_shuffled,
+    through the engine's default kernel.)"""
     from svtjax import engine
     from svtjax.engine import shuffle as engine_shuffle
     from svtjax.mechanisms.base import BLOCK, block_order, num_blocks, stream_key, stream_order
 
-    batch = 5
+    batch, n = 5, 130
 
-    @functools.partial(jax.jit, static_argnums=(0, 1, 2))
-    def blocks(kernel, layout, n):
-        # One program per (kernel, layout, n): the blocks one after another, as the engine's
-        # loop runs them, the pending write carried from block to block.
+    @functools.partial(jax.jit, static_argnums=(0, 1))
+    def blocks(kernel, layout):
+        # One program per (kernel, layout): the blocks one after another, as the engine's loop
+        # runs them, the pending write carried from block to block.
         skeys = [stream_key(jax.random.key(100 + t), "order") for t in range(batch)]
         fy = engine.shuffle_init(batch, num_blocks(n) * BLOCK, native=layout)
         got = []
@@ -329,21 +320,23 @@ def test_fisher_yates_kernels_match_the_reference_shuffle():
             got.append(items)
         return jnp.concatenate(got, axis=1)[:, :n]
 
-    @functools.partial(jax.jit, static_argnums=0)
-    def orders(n):
-        return jnp.stack([stream_order(stream_key(jax.random.key(100 + t), "order"), n)
-                          for t in range(batch)])
-
+    partners = np.asarray(jax.jit(lambda: jnp.stack([
+        stream_order(stream_key(jax.random.key(100 + t), "order"), n) for t in range(batch)]))())
+    assert num_blocks(n) == 3 and n % BLOCK  # a padded last block
+    pos = np.arange(n)
+    block = pos // BLOCK
+    later = partners > pos
+    assert np.any(later & (partners // BLOCK == block))  # a later partner in the same block
+    assert any(len(set(row[later_row & (block == b)])) < np.sum(later_row & (block == b))
+               for row, later_row in zip(partners, later) for b in range(3))  # shared partners
+    want = np.stack([svtjax.reference.stream_order(svtjax.Draws(threshold=0.0, order=order), n)
+                     for order in partners])
     native = svtjax._native.fisher_yates_target() is not None
-    for n in (5, 100, 130):
-        want = [svtjax.reference.stream_order(svtjax.Draws(threshold=0.0, order=order), n)
-                for order in np.asarray(orders(n))]
-        for kernel, layout in ((engine.fisher_yates_block, native),
-                               (engine.fisher_yates_block, False),
-                               (engine_shuffle._fisher_yates_block_2d, False)):
-            got = np.asarray(blocks(kernel, layout, n))
-            np.testing.assert_array_equal(got, np.stack(want),
-                                          err_msg=f"{kernel.__name__} {layout} n={n}")
+    for kernel, layout in ((engine.fisher_yates_block, native),
+                           (engine.fisher_yates_block, False),
+                           (engine_shuffle._fisher_yates_block_2d, False)):
+        np.testing.assert_array_equal(np.asarray(blocks(kernel, layout)), want,
+                                      err_msg=f"{kernel.__name__} {layout}")
 
 
 def _chunk(mech, n, trials, platform, monkeypatch, **kwargs):

@@ -138,9 +138,11 @@ def test_plan_respects_the_memory_budget():
 # -- numbers ----------------------------------------------------------------------------------
 
 def test_point_equals_simulate_with_the_point_seed():
+    # svt-s (monotonic, 300 trials): the simulate program of
+    # test_registered_metric_prepare_and_quantiles
     cfg = sweep.load_config(_config())
     res = sweep.run(cfg, progress=False, log=lambda m: None)
-    point = [p for p in sweep.expand(cfg) if p.mechanism == "dpbook" and p.c == 6][1]
+    point = [p for p in sweep.expand(cfg) if p.mechanism == "svt-s" and p.c == 6][1]
     scores = svtjax.datasets.zipf(N).scores
     T = svtjax.datasets.lyu_threshold(scores, 6)
     out = svtjax.simulate(point.build(), scores, T, trials=300, seed=point.seed(cfg))
@@ -415,19 +417,24 @@ def test_per_trial_threshold_rule_equals_one_trial_calls():
     rows = _by_id(sweep.run(cfg, progress=False, log=lambda m: None).rows)
     scores = np.asarray(svtjax.datasets.zipf(N).scores)
     desc = np.sort(scores)[::-1]
+    ts = np.arange(300)
+    # each trial's index draw, and its one-trial call, vmapped in one program for both points
+    # (c is traced): outside jit every operation would be a program of its own
+    draw_index = jax.jit(jax.vmap(lambda t, a, lo: jax.random.randint(
+        jax.random.fold_in(jax.random.fold_in(a, t), 0), (), lo, 4 * lo, dtype=np.int32),
+        in_axes=(0, None, None)))
+    one_trial_calls = jax.jit(lambda mech, root, thr: jax.vmap(
+        lambda t, th: mech(jax.random.fold_in(root, t), scores, th))(ts, thr).answers)
     for point in sweep.expand(cfg):
         c, mech = point.c, point.build()
         root = jax.random.key(point.seed(cfg))
         aux = jax.random.fold_in(root, 2**32 - 1)
-        ts = np.arange(300)
-        idx = np.array([int(jax.random.randint(jax.random.fold_in(jax.random.fold_in(aux, t), 0),
-                                               (), 2 * c, 8 * c, dtype=np.int32)) for t in ts])
+        idx = np.asarray(draw_index(ts, aux, 2 * c))
         assert idx.min() >= 2 * c and idx.max() <= 8 * c - 1
         thr = (desc[idx] + desc[idx + 1]) / 2  # svtjax.datasets.ding_threshold's rule
-        keys = jax.vmap(lambda t: jax.random.fold_in(root, t))(ts)
-        out = jax.vmap(lambda k, t: mech(k, scores, t))(keys, thr)
-        count = np.sum(np.asarray(out.answers) >= 0, axis=1)
-        picks = np.minimum(np.sum(np.asarray(out.answers) == 1, axis=1), c)
+        answers = np.asarray(one_trial_calls(mech, root, thr))
+        count = np.sum(answers >= 0, axis=1)
+        picks = np.minimum(np.sum(answers == 1, axis=1), c)
         pid = point.point_id(cfg)
         for name, values in (("t_thr", thr), ("t_count", count), ("picks", picks)):
             np.testing.assert_allclose(rows[(pid, name)]["mean"], values.mean(), rtol=1e-12)
