@@ -14,10 +14,10 @@ identical; values and costs equal to 1e-12 (float64) or to float32 rounding of t
   runs past the stream's end (n = 130; with retraversal, past the end of each pass), so that
   every output buffer is written by the kernel.
 * **The lazy run** (``run_batch``, what ``mech(key, ...)`` and ``simulate`` run) equals
-  ``decide(draw(key, n))`` bit for bit in every fixed-order configuration and on the shuffled
-  multi-block stream: in the narrow block (a stream shorter than BLOCK runs one block of its
-  length rounded up to NARROW, whose draws are the first of a whole block's) and across blocks
-  with early exit.
+  ``decide(draw(key, n))`` bit for bit in every configuration, fixed order and shuffled: in the
+  narrow block (a stream shorter than BLOCK runs one block of its length rounded up to NARROW,
+  whose draws are the first of a whole block's; shuffled, each position's query is gathered
+  through the permutation) and across blocks with early exit (the shuffled multi-block stream).
 
 Each stream length, order, dtype and path is a copy of the kernel to compile, so the lengths are
 these block classes, not more of each: narrow fixed, narrow shuffled, several blocks shuffled.
@@ -48,10 +48,11 @@ def test_kernel_matches_reference(case, dtype):
 @pytest.mark.parametrize("case", CASES, ids=case_ids())
 def test_kernel_matches_reference_shuffled(case):
     """Shuffled order against the reference on a stream of one narrow block and on a stream of
-    several blocks whose last block runs past its end; the lazy run on the latter."""
+    several blocks whose last block runs past its end; on both, the lazy run equals
+    decide(draw) bit for bit."""
     testing.assert_matches_reference(
         case.name, cases=[case.case], shapes=(SHORT_N,), cases_per_shape=CASES_PER_SHAPE,
-        dtypes=(np.float64,), shuffle=True, seed=2000 + CASES.index(case), check_lazy=False)
+        dtypes=(np.float64,), shuffle=True, seed=2000 + CASES.index(case))
     testing.assert_matches_reference(
         case.name, cases=[case.case], shapes=(LONG_N,), cases_per_shape=CASES_PER_SHAPE,
         dtypes=(np.float64,), shuffle=True, seed=3000 + CASES.index(case))

@@ -221,4 +221,12 @@ def sliced_block(lay: Layout, draws: dict, k, j) -> dict:
         x = pad_last(x.reshape(x.shape[:-1] + (lay.passes, lay.n)), lay.n_pad)
         x = x.reshape(x.shape[:-2] + (lay.passes * lay.n_pad,))
         out[name] = lax.dynamic_slice_in_dim(x, k * lay.n_pad + j * lay.width, lay.width, axis=1)
+    if lay.passes * lay.npb == 1:
+        # A stream of one block: its slice is the whole of the draws, the same in every
+        # iteration of the block loop, so XLA hoisted the scaling s·z out of the loop (into the
+        # draws' fusion) while a shuffled block's gathered query q[item] stays in it; q + s·z
+        # was then a rounded product and a sum, not the fused multiply-add that the lazy run
+        # (whose draws depend on the block index) computes. Tied to the loop's block index
+        # (k = g here), the draws are no longer loop-invariant and are scaled next to the sum.
+        out = lax.optimization_barrier((out, k, j))[0]
     return out
