@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import math
 import re
 from typing import Any, Callable, Optional, Sequence, Union
@@ -221,6 +222,58 @@ def _stack(trees):
     return jax.tree_util.tree_map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *trees)
 
 
+class _Streams:
+    """What the engine's ``draw`` reads of a rule (its streams' names and families, its
+    passes): the draws of every rule with the same streams are one program."""
+
+    def __init__(self, initial: tuple, streams: tuple, passes: int):
+        self._initial, self._streams, self._passes = initial, streams, passes
+
+    def initial_streams(self) -> dict:
+        return {name: family() for name, family in self._initial}
+
+    def streams(self) -> dict:
+        return {name: family() for name, family in self._streams}
+
+    def passes(self) -> int:
+        return self._passes
+
+
+@functools.lru_cache(maxsize=None)
+def _draw_program(initial: tuple, streams: tuple, passes: int, n: int, shuffle: bool, dtype):
+    import jax
+
+    from svtjax import engine
+
+    spec = _Streams(initial, streams, passes)
+    return jax.jit(jax.vmap(lambda key: engine.draw(spec, key, n, shuffle=shuffle, dtype=dtype)))
+
+
+def _draws(mech, keys, n: int, shuffle: bool, dtype):
+    """``vmap(mech.draw)`` over ``keys``, in programs of their own: a rule's noise streams in
+    one program per stream structure (names, families, passes; ``engine.draw`` reads nothing
+    else of the rule), its swap partners in one program per stream length, shared by every
+    rule. Drawing was the larger part of each case's compilation, and as separate programs
+    the draws reach ``decide`` and the reference as they reach them from a user's
+    ``mech.draw``. A mechanism with a ``draw`` of its own is drawn by it."""
+    import jax
+
+    from svtjax._core import Draws
+    from svtjax.mechanisms.rules import ThresholdMechanism
+
+    if type(mech).draw is not ThresholdMechanism.draw:
+        return jax.jit(jax.vmap(lambda m, key: m.draw(key, n, shuffle=shuffle, dtype=dtype),
+                                in_axes=(None, 0)))(mech, keys)
+    structure = lambda streams: tuple((k, type(v)) for k, v in streams.items())  # noqa: E731
+    dtype = np.dtype(dtype)
+    noise = _draw_program(structure(mech.initial_streams()), structure(mech.streams()),
+                          mech.passes(), n, False, dtype)(keys)
+    if not shuffle:
+        return noise
+    order = _draw_program((), (), 1, n, True, dtype)(keys)
+    return Draws({**noise._streams, "order": order.order})
+
+
 def _resolve(name: str, reference, case_list):
     from svtjax.mechanisms import base
 
@@ -252,7 +305,8 @@ def assert_matches_reference(name: str, *, reference: Optional[Callable] = None,
     (``decide(..., vectorized=False)``) must equal the vectorised path bit for bit; with
     ``check_lazy`` the engine's lazy run of each case's key (``run_batch``: noise drawn block by
     block, the loop left once the trial halts; what ``mech(key, ...)`` and ``simulate`` run) must
-    equal ``decide`` on ``draw``'s numbers bit for bit, in the same compiled call.
+    equal ``decide`` on ``draw``'s numbers bit for bit (the draws, the decisions and the lazy
+    runs are separate compiled programs, as they are for a user).
 
     Args:
       name: a registered mechanism.
@@ -316,18 +370,17 @@ def _check_case(name, case, reference, dtype, shuffle, seed, shapes, per_shape, 
                 if lazy else None)
 
     def run(inputs):
-        # One program for every shape: the draws, the vectorised decision and (with
-        # check_scan) the general scan, (with check_lazy) the lazy run. The cases run one
-        # after another (lax.map), not vmapped: batching the engine's while loops costs as
-        # much staging as tracing them.
-        outs = []
-        for (n, mechs, *_), (keys, stacked, q, t) in zip(cases, inputs):
-            draws = jax.vmap(lambda k: mechs[0].draw(k, n, shuffle=shuffle, dtype=dtype))(keys)
-            outs.append((draws,) + jax.lax.map(one, (stacked, draws, keys, q, t)))
-        return outs
+        # One program for every shape: the vectorised decision and (with check_scan) the
+        # general scan, (with check_lazy) the lazy run. The cases run one after another
+        # (lax.map), not vmapped: batching the engine's while loops costs as much staging as
+        # tracing them.
+        return [jax.lax.map(one, (stacked, draws, keys, q, t))
+                for keys, stacked, q, t, draws in inputs]
 
-    results = jax.device_get(jax.jit(run)([(keys, _stack(mechs), q, t)
-                                           for _, mechs, keys, q, t, _ in cases]))
+    drawn = [_draws(mechs[0], keys, n, shuffle, dtype) for n, mechs, keys, *_ in cases]
+    results = jax.device_get(jax.jit(run)([(keys, _stack(mechs), q, t, draws) for
+                                           (_, mechs, keys, q, t, _), draws in zip(cases, drawn)]))
+    results = [(draws,) + out for draws, out in zip(jax.device_get(drawn), results)]
     checked = 0
     for (n, mechs, _, q, t, per_query), (draws, out, scan, ran) in zip(cases, results):
         refs = []

@@ -94,3 +94,22 @@ def test_tolerance_scales_with_the_operands():
     rtol, atol, _ = testing._tolerances(np.float64, gap, q64, t64)
     assert testing._close(gap + [0, 3.55e-15], gap, rtol, atol)
     assert not testing._close(gap + [0, 1e-9], gap, rtol, atol)
+
+
+@pytest.mark.parametrize("name, n, shuffle", [("svt-s", LONG_N, True), ("svt-retr", SHORT_N, True),
+                                              ("dpbook", NARROW_N, False)])
+def test_harness_draws_are_the_mechanisms_draws(name, n, shuffle):
+    """The harness draws a rule's noise in one program per stream structure and the swap
+    partners in one program per stream length, shared by every rule
+    (``svtjax.testing._draws``); those numbers are ``mech.draw``'s bit for bit (fixed and
+    shuffled, one and several passes, one and several blocks)."""
+    import jax
+    import jax.numpy as jnp
+
+    mech = svtjax.get(name, **svtjax.mechanisms.registry()[name].example_params())
+    keys = jax.random.split(jax.random.key(7), 5)
+    got = testing._draws(mech, keys, n, shuffle, np.float64)
+    want = jax.vmap(lambda k: mech.draw(k, n, shuffle=shuffle, dtype=jnp.float64))(keys)
+    assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(want)
+    for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
