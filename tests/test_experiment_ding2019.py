@@ -249,12 +249,15 @@ def test_ratio_standard_error_from_moments():
 
 
 def test_per_run_order(tmp_path):
-    """--order per-run: the engine's per-trial shuffle; the MSE and adaptive cells stay sane."""
+    """--order per-run: the engine's per-trial shuffle; the MSE and adaptive cells stay sane.
+    120 runs: a chunk of at most 120 compiles one compaction level of the engine loop (the
+    shuffled kernels are the costliest of this file); the improvement (27% and 37.5% in
+    theory at k = 4, SE about 3.5 points at 120 runs) stays some 8 SE above 0."""
     config = ding2019.Config(datasets=("t40i10d100k",), ks=(4,), epsilons=(0.7,), fig2_k=4,
-                             trials=200, order="per-run", out=str(tmp_path), verbose=False)
+                             trials=120, order="per-run", out=str(tmp_path), verbose=False)
     results, _ = ding2019.run(config, log=lambda *a: None)
     for r in results["mse"]:
-        assert r["runs_used"] == 200 and 0 < r["mse_combined"] < r["mse_measure"]
+        assert r["runs_used"] == 120 and 0 < r["mse_combined"] < r["mse_measure"]
         assert abs(r["z"]) < 6, r  # loose (6 SE), as test_mse_columns_are_sane
     (r,) = results["adaptive"]
     assert r["svt_answers"] <= 4 + 1e-9 < r["adaptive_answers"]
