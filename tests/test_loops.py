@@ -26,10 +26,12 @@ def test_bucket_sizes_without_a_narrowest_level_go_down_to_the_factor():
 @pytest.mark.parametrize("factor,min_level", [(2, 1), (8, 1), (8, 16), (3, 4)])
 def test_compacted_rows_equal_the_plain_loop(factor, min_level, monkeypatch):
     """Rows halt at random blocks (three stragglers run to the end, so every level is reached);
-    every row's count and sum equal a loop without compaction."""
+    every row's count and sum equal a loop without compaction. Each level is a copy of the loop
+    in the program: down to single rows (``min_level`` 1) 40 rows give six levels at factor 2,
+    and two at factor 8; a wider narrowest level needs 200 rows for two levels or more."""
     import svtjax._loops as loops
 
-    batch, num_blocks = 200, 40
+    batch, num_blocks = (200 if min_level > 1 else 40), 40
     assert len(bucket_sizes(batch, factor, min_level)) >= 2
     rng = np.random.default_rng(5)
     stop = rng.geometric(0.3, batch).clip(max=num_blocks)

@@ -257,22 +257,24 @@ def test_loop_reference_agrees_with_brute_force():
 
 @pytest.mark.parametrize("name", NAMES)
 def test_two_leading_axes(name):
+    # the flat rows are the shape of test_random_against_loop_reference[60-20] (its program)
     rng = np.random.default_rng(3)
-    scores = rng.integers(0, 6, 20).astype(np.float64) + 1
-    sel = _random_selected(rng, 20, 8, 8, trials=24).reshape(4, 6, 8)
+    scores = rng.integers(0, 6, 60).astype(np.float64) + 1
+    sel = _random_selected(rng, 60, 20, 8, trials=60).reshape(6, 10, 20)
     fn = M.METRICS[name]
     got = fn(sel, scores, 8)
-    assert got.shape == (4, 6)
-    flat = fn(sel.reshape(24, 8), scores, 8)
-    rows = np.array([float(fn(row, scores, 8)) for row in sel.reshape(24, 8)])
-    np.testing.assert_array_equal(np.asarray(got).reshape(24), np.asarray(flat))
+    assert got.shape == (6, 10)
+    flat = fn(sel.reshape(60, 20), scores, 8)
+    rows = np.array([float(fn(row, scores, 8)) for row in sel.reshape(60, 20)])
+    np.testing.assert_array_equal(np.asarray(got).reshape(60), np.asarray(flat))
     np.testing.assert_allclose(np.asarray(flat), rows, rtol=0, atol=1e-15)
 
 
 def test_jit_and_no_retrace_across_c():
+    # the eager metrics on the shape of test_random_against_loop_reference[12-6] (its program)
     rng = np.random.default_rng(4)
-    scores = rng.integers(0, 5, 15).astype(np.float64) + 1
-    sel = _random_selected(rng, 15, 10, 10, trials=30)
+    scores = rng.integers(0, 5, 12).astype(np.float64) + 1
+    sel = _random_selected(rng, 12, 6, 10, trials=60)
     chex.clear_trace_counter()
 
     @jax.jit
@@ -293,7 +295,7 @@ def test_jit_and_no_retrace_across_c():
             np.testing.assert_allclose(np.asarray(got[name]), np.asarray(want), rtol=0,
                                        atol=1e-15)
         oracle = lambda s, c=c: loop_reference(s, scores, c)
-        _assert_all_metrics(sel[:5], scores, c, oracle, f"c={c}")
+        _assert_all_metrics(sel, scores, c, oracle, f"c={c}")  # the program of ``want``
 
 
 def test_vmap_over_c_and_scores():
@@ -301,7 +303,7 @@ def test_vmap_over_c_and_scores():
     scores = rng.integers(1, 5, (3, 9)).astype(np.float64)
     sel = _random_selected(rng, 9, 4, 4, trials=7)
     cs = jnp.asarray([1, 2, 4], jnp.int32)
-    got = jax.vmap(lambda s, c: M.ncr(sel, s, c))(jnp.asarray(scores), cs)
+    got = jax.jit(jax.vmap(lambda s, c: M.ncr(sel, s, c)))(jnp.asarray(scores), cs)
     assert got.shape == (3, 7)
     for j in range(3):
         want = [loop_reference(row.tolist(), scores[j], int(cs[j]))["ncr"] for row in sel]
@@ -326,9 +328,14 @@ def test_with_svtjax_selected():
         values=jnp.full((2, 5), jnp.nan),
         cost=jnp.zeros((2, 5)),
     )
-    sel = svtjax.selected(outcome, 3)
-    np.testing.assert_allclose(np.asarray(M.f1(sel, np.asarray(S5, float), 3)), [4 / 5, 0.0])
-    np.testing.assert_allclose(np.asarray(M.ser(sel, np.asarray(S5, float), 3)), [1 / 3, 1.0])
+    sel = np.asarray(svtjax.selected(outcome, 3))
+    np.testing.assert_array_equal(sel, [[0, 2, -1], [-1, -1, -1]])
+    # two rows more, of no pick: test_summary_of_a_metric_and_edge_cases's shape (its program)
+    sel = np.concatenate([sel, np.full((2, 3), -1, np.int32)])
+    np.testing.assert_allclose(np.asarray(M.f1(sel, np.asarray(S5, float), 3)),
+                               [4 / 5, 0.0, 0.0, 0.0])
+    np.testing.assert_allclose(np.asarray(M.ser(sel, np.asarray(S5, float), 3)),
+                               [1 / 3, 1.0, 1.0, 1.0])
 
 
 OUTCOME_RUNS = [  # (mechanism, parameters, shuffle): single-pass and retraversal streams
@@ -409,8 +416,9 @@ def test_fixed_order_block_loop_equals_the_compiled_loop(monkeypatch):
 
 
 def test_evaluate_outcome_bad_c():
-    out = svtjax.simulate(svtjax.get("svt-s", epsilon=1.0, c=2), np.arange(10.0), 4.5, trials=2)
-    scores = np.arange(10.0)
+    # the fixed-order run of test_evaluate_outcome_equals_evaluate_of_selected (its program)
+    scores, out = _outcome_run(*OUTCOME_RUNS[0])
+    n = scores.shape[0]
     with pytest.raises(ValueError, match="pass max_c"):
         jax.jit(lambda o, c: M.evaluate_outcome(o, scores, c))(out, 2)
     with pytest.raises(ValueError, match="exceeds max_c"):
@@ -418,7 +426,7 @@ def test_evaluate_outcome_bad_c():
     with pytest.raises(ValueError, match="c must be an integer >= 1"):
         M.evaluate_outcome(out, scores, 0)
     with pytest.raises(ValueError, match="at most the number of items"):
-        M.evaluate_outcome(out, scores, 11)
+        M.evaluate_outcome(out, scores, n + 1)
     with pytest.raises(ValueError, match="max_c must be an integer >= 1"):
         M.evaluate_outcome(out, scores, 2, max_c=2.5)
 

@@ -294,16 +294,18 @@ def test_prefix_equals_the_blocks(n, batch, prefix):
 
     @jax.jit
     def blocks(okeys):  # blocks 0 .. prefix/64 - 1 in a loop (one copy of the block's program)
+        # the partners of every block, drawn at once (one copy of their draw's program), and
+        # those of the two blocks past the prefix, for the second half below
+        orders = _engine.fast_block_order(okeys, jnp.arange(prefix // 64 + 2, dtype=jnp.int32),
+                                          n)  # [batch, blocks, 64]
+
         def block(b, state):
-            order = _engine.fast_block_order(okeys, b[None], n)
-            state, _ = _engine.fisher_yates_block(state, order.reshape(batch, 64), b * 64,
-                                                  None, True)
+            order = jax.lax.dynamic_index_in_dim(orders, b, axis=1, keepdims=False)
+            state, _ = _engine.fisher_yates_block(state, order, b * 64, None, True)
             return state
 
         state = _engine.shuffle_init(batch, -(-n // 64) * 64, native=True, n=n)
-        # and the partners of the two blocks past the prefix, for the second half below
-        after = _engine.fast_block_order(
-            okeys, jnp.arange(prefix // 64, prefix // 64 + 2, dtype=jnp.int32), n)
+        after = orders[:, prefix // 64:]
         return jax.lax.fori_loop(0, prefix // 64, block, state), after.reshape(batch, width)
 
     want, order = blocks(okeys)
@@ -410,17 +412,26 @@ def test_every_path_has_a_case():
     assert sorted(c.id for c in THRESHOLD) == sorted(PATHS)
 
 
+ENGINE_N, ENGINE_TRIALS = 150, 11
+"""The stream length and trials of :func:`test_engine_equals_pure_engine`'s runs; the other
+engine runs here take the same shapes (and svt-s's structure), so that they reuse its programs."""
+
+
+def _engine_inputs(case):
+    """The mechanism, scores (with ties), thresholds and keys of ``case``'s run."""
+    rng = np.random.default_rng(7)
+    mech = build(case, rng)
+    q = rng.normal(0.0, 2.0, ENGINE_N).round()  # ties
+    return mech, q, np.full(ENGINE_N, 1.0), jax.random.split(jax.random.key(3), ENGINE_TRIALS)
+
+
 @needs_native
 @pytest.mark.parametrize("case", THRESHOLD, ids=lambda c: c.id)
 def test_engine_equals_pure_engine(monkeypatch, case):
     """Shuffled, through the engine's block loop: a stream of three blocks, trials halting at
     different blocks (compactions)."""
-    rng = np.random.default_rng(7)
-    mech = build(case, rng)
+    mech, q, t, keys = _engine_inputs(case)
     assert isinstance(mech, ThresholdMechanism)
-    q = rng.normal(0.0, 2.0, 150).round()  # ties
-    t = np.full(150, 1.0)
-    keys = jax.random.split(jax.random.key(3), 11)
     native = _run(mech, q, t, keys)
     with monkeypatch.context() as m:
         _pure(m)
@@ -434,18 +445,22 @@ def test_engine_equals_pure_engine(monkeypatch, case):
 @needs_native
 def test_vmapped_points_equal_pure():
     """Stacked points (a sweep's ``vmap``) through the compiled block equal one point at a
-    time through the pure block."""
-    scores = 10000 / np.arange(1, 301)
-    q = scores[np.random.default_rng(0).permutation(300)]
+    time through the pure block (svt-s-monotonic's structure and shapes of
+    :func:`test_engine_equals_pure_engine`: the same pure program)."""
+    n = ENGINE_N
+    scores = 10000 / np.arange(1, n + 1)  # 11 items above the threshold: trials halt anywhere
+    q = scores[np.random.default_rng(0).permutation(n)]
+    t = np.full(n, 900.0)
     mechs = [svtjax.get("svt-s", epsilon=e, c=5, monotonic=True) for e in (0.5, 2.0)]
-    keys = jax.random.split(jax.random.key(1), 9)
-    stacked = jax.tree_util.tree_map(lambda *x: jnp.stack(x), *mechs)
-    both = jax.device_get(jax.jit(jax.vmap(lambda m: _engine.run_keys(
-        m, keys, jnp.asarray(q), jnp.full(300, 900.0), shuffle=True)))(stacked))
+    keys = jax.random.split(jax.random.key(1), ENGINE_TRIALS)
+    stacked = jax.tree_util.tree_map(lambda *x: np.stack(x), *mechs)  # host stack: no programs
+    both = jax.device_get(jax.jit(jax.vmap(lambda m, q, t: _engine.run_keys(
+        m, keys, q, t, shuffle=True), in_axes=(0, None, None)))(stacked, q, t))
+    assert 0 < (both.answers >= 0).sum(axis=-1).min() < n  # some trials halt before the end
     for i, mech in enumerate(mechs):
         with pytest.MonkeyPatch.context() as m:
             _pure(m)
-            one = _run(mech, q, np.full(300, 900.0), keys)
+            one = _run(mech, q, t, keys)
         np.testing.assert_array_equal(both.answers[i], one.answers)
         np.testing.assert_array_equal(both.items[i], one.items)
 
@@ -472,6 +487,7 @@ def test_first_tops_equal_the_pure_blocks(items):
     with an overlapping last block, 4,300 rows (split among threads); limits (traced) below 1,
     below k, at k and above it; reading to the halt and to the limit-th ⊤."""
     from svtjax import _core
+    from svtjax._loops import bucket_sizes
 
     rng = np.random.default_rng(11)
     k = 5
@@ -483,9 +499,23 @@ def test_first_tops_equal_the_pure_blocks(items):
             jnp.asarray(rng.integers(-3, 30000, (rows, length)).astype(items))
         batches.append((ans, its))
 
+    def pure(ans, its, limit, k, n, to_halt):
+        """``_first_tops_blocks`` row by row (each row's result is its own), on chunks of 100
+        rows: one compaction level, one copy of its loop (``svtjax._loops.bucket_sizes``;
+        compaction changes no row's result: tests/test_loops.py), where the whole batch would
+        compile three."""
+        rows, chunk = ans.shape[0], 100
+        if rows <= chunk:
+            return _core._first_tops_blocks(ans, its, limit, k, n, to_halt)
+        assert rows % chunk == 0 and bucket_sizes(chunk) == [chunk]
+        split = lambda x: None if x is None else x.reshape(rows // chunk, chunk, -1)  # noqa: E731
+        out = jax.lax.map(lambda a: _core._first_tops_blocks(a[0], a[1], limit, k, n, to_halt),
+                          (split(ans), split(its)))
+        return tuple(x.reshape(rows, *x.shape[2:]) for x in out)
+
     @jax.jit
     def both(batches, limit):  # every batch and reading, compiled and pure, in one program
-        return [(_core._first_tops(*args), _core._first_tops_blocks(*args))
+        return [(_core._first_tops(*args), pure(*args))
                 for (ans, its), (_, _, n) in zip(batches, shapes) for to_halt in (False, True)
                 for args in [(ans, its, limit, k, n, to_halt)]]
 
@@ -510,8 +540,8 @@ def test_first_tops_vmapped_with_a_limit_per_point():
     ans = jnp.asarray(np.stack([_answers(rng, 11, 300) for _ in range(3)]))
     limits = jnp.asarray([1, 5, 40], jnp.int32)
 
-    def run(fn):
-        return jax.vmap(lambda a, c: fn(a, None, c, 50, 300, True))(ans, limits)
+    def run(fn):  # as a sweep runs it: under jit (one program, not one per operation)
+        return jax.jit(jax.vmap(lambda a, c: fn(a, None, c, 50, 300, True)))(ans, limits)
 
     for g, w in zip(run(_core._first_tops), run(_core._first_tops_blocks)):
         np.testing.assert_array_equal(g, w)
@@ -520,16 +550,22 @@ def test_first_tops_vmapped_with_a_limit_per_point():
 @needs_native
 def test_selected_uses_the_compiled_loop():
     """``svtjax.selected`` on a shuffled Outcome runs the compiled loop (an ffi_call in its
-    program) and gives the pure loop's picks."""
+    program) and gives the pure loop's picks. The Outcome is svt-s-monotonic's shuffled run of
+    :func:`test_engine_equals_pure_engine` (its program reused), whose trials stop at their
+    c-th ⊤."""
     from svtjax import _core
 
-    mech = svtjax.get("svt-s", epsilon=1.0, c=3, monotonic=True)
-    out = svtjax.simulate(mech, np.arange(40.0), 30.0, trials=50, seed=3, shuffle=True)
+    case = next(c for c in THRESHOLD if c.id == "svt-s-monotonic")
+    mech, q, t, keys = _engine_inputs(case)
+    out = _run(mech, q, t, keys)
+    assert isinstance(out, svtjax.Outcome) and out.stored_items is not None
+    k, n = int(mech.c), ENGINE_N
+    assert (np.asarray(out.answers) == 1).sum(axis=-1).max() == k
     answers, items, _ = _core._rows_of(out)
-    text = _core._first_tops.lower(answers, items, jnp.int32(3), 3, 40, False).as_text()
+    text = _core._first_tops.lower(answers, items, jnp.int32(k), k, n, False).as_text()
     assert "svtjax_first_tops" in text
-    want, _, _ = _core._first_tops_blocks(answers, items, jnp.int32(3), 3, 40, False)
-    np.testing.assert_array_equal(svtjax.selected(out, 3), want)
+    want, _, _ = _core._first_tops_blocks(answers, items, jnp.int32(k), k, n, False)
+    np.testing.assert_array_equal(svtjax.selected(out, k), want)
 
 
 @needs_native
@@ -545,7 +581,7 @@ def test_prefix_counts_use_the_compiled_loop(monkeypatch):
     for rows, length in ((9, 100), (8, 257), (4300, 300)):
         ans = _answers(rng, rows, length)
         out = svtjax.Outcome.compact(jnp.asarray(ans.reshape(rows, 1, length)), n=length,
-                                     dtype=jnp.float32, top_cost=jnp.ones((rows, 1)))
+                                     dtype=jnp.float32, top_cost=np.ones((rows, 1)))
         assert "svtjax_first_tops" in jax.jit(svtjax.prefix_counts).lower(out).as_text()
         got = svtjax.prefix_counts(out)
         want = _core._prefix_rows(jnp.asarray(ans))

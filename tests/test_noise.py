@@ -134,16 +134,17 @@ def test_cdf_sf_match_scipy(cls, param, dist, method, scale):
 @pytest.mark.parametrize("scale", SCALES)
 @pytest.mark.parametrize("cls,param,dist", FAMILIES, ids=FAMILY_IDS)
 def test_logpdf_matches_scipy(cls, param, dist, scale):
-    z = Z_GRID
+    x = Z_GRID * scale
+    got = np.asarray(_make(cls, param, scale).logpdf(jnp.asarray(x, jnp.float64)))
+    with np.errstate(over="ignore"):
+        want = dist(loc=0.0, scale=scale).logpdf(x)
     if cls is noise.Laplace:
         # scipy.stats.laplace.logpdf takes the log of the pdf, which underflows beyond
         # |x/b| ~ 708 (it returns -inf at 745 and is off by 1e-5 at 740); the far tail is
-        # checked against the closed form in test_laplace_logpdf_far_tail instead.
-        z = z[np.abs(z) <= 700]
-    x = z * scale
-    got = _make(cls, param, scale).logpdf(jnp.asarray(x, jnp.float64))
-    with np.errstate(over="ignore"):
-        want = dist(loc=0.0, scale=scale).logpdf(x)
+        # checked against the closed form in test_laplace_logpdf_far_tail instead. (Evaluated
+        # on the whole grid, the shape of the other eager evaluations: no programs of its own.)
+        near = np.abs(Z_GRID) <= 700
+        got, want = got[near], want[near]
     # Values here are finite or -inf (Exponential for x < 0, Gumbel far left); none underflow.
     assert_close_or_underflow(got, want, what=f"{cls.__name__}({scale}).logpdf")
 
@@ -232,17 +233,26 @@ def test_scale_is_traced_one_compile_and_vmappable(cls, param, dist):
 
 @pytest.mark.parametrize("cls,param,dist", FAMILIES, ids=FAMILY_IDS)
 def test_float32_dtype_preserved(cls, param, dist, strict_promotion):
+    """Eager and jitted: the dtypes of the eager calls are those their trace gives
+    (``jax.eval_shape``, the same Python and promotion rules, nothing compiled); the values, in
+    one compiled program, agree with scipy to float32 accuracy."""
     n = _make(cls, param, 2.0)
     x32 = jnp.asarray(np.linspace(-5.0, 5.0, 41), jnp.float32)
     key = jax.random.key(11)
-    outs = {m: getattr(n, m)(x32) for m in ("cdf", "sf", "logpdf")}
-    outs["sample"] = n.sample(key, (4, 3), jnp.float32)
-    outs["standard"] = cls.standard(key, (4, 3), jnp.float32)
-    outs["jit-cdf"] = jax.jit(lambda n, x: n.cdf(x))(n, x32)
-    outs["jit-sample"] = jax.jit(lambda n, k: n.sample(k, (5,), jnp.float32))(n, key)
-    for name, v in outs.items():
-        assert v.dtype == jnp.float32, f"{cls.__name__}.{name} returned {v.dtype} for float32"
-    assert outs["sample"].shape == (4, 3)
+
+    def everything(n, key, x):
+        outs = {m: getattr(n, m)(x) for m in ("cdf", "sf", "logpdf")}
+        outs["sample"] = n.sample(key, (4, 3), jnp.float32)
+        outs["standard"] = cls.standard(key, (4, 3), jnp.float32)
+        return outs
+
+    traced = jax.eval_shape(everything, n, key, x32)
+    outs = jax.jit(everything)(n, key, x32)
+    for how, got in (("eager", traced), ("jit", outs)):
+        for name, v in got.items():
+            assert v.dtype == jnp.float32, (
+                f"{cls.__name__}.{name} ({how}) returned {v.dtype} for float32")
+        assert got["sample"].shape == got["standard"].shape == (4, 3)
     # float32 values agree with scipy to float32 accuracy
     xs = np.asarray(x32, np.float64)
     d = dist(scale=2.0)
@@ -280,10 +290,12 @@ def test_mean_variance_floating_for_integer_scale(cls, param, dist):
 
 @pytest.mark.parametrize("cls,param,dist", FAMILIES, ids=FAMILY_IDS)
 def test_default_dtype_is_float64_under_x64_and_integer_dtype_rejected(cls, param, dist):
+    # dtypes as the eager calls give them, from their trace (jax.eval_shape: nothing compiled)
     n = _make(cls, param, 1.0)
     key = jax.random.key(0)
-    assert n.sample(key, (3,)).dtype == jnp.float64
-    assert n.cdf(1).dtype == jnp.float64  # an integer point is promoted to the default float
+    assert jax.eval_shape(lambda: n.sample(key, (3,))).dtype == jnp.float64
+    # an integer point is promoted to the default float
+    assert jax.eval_shape(lambda: n.cdf(1)).dtype == jnp.float64
     with pytest.raises(TypeError, match="dtype"):
         n.sample(key, (3,), jnp.int32)
 

@@ -22,23 +22,27 @@ FOLDS = np.array([0, 1, 5, 2**31 + 7], np.uint32)
 WIDTHS = (1, 5, 8)
 """Narrow block widths of :func:`test_block_prefixes_equal_whole_blocks`."""
 
+PREFIX_FOLD = 2
+"""Which of :data:`FOLDS` (block 5) :func:`test_block_prefixes_equal_whole_blocks` draws
+narrow: its whole blocks are those of :func:`test_fast_standard_equals_jax_random`."""
+
 
 @pytest.fixture(scope="module")
 def family_draws():
     """For every family with an unrolled sampler and both dtypes, in one compiled program: the
     unrolled sampler and ``jax.random`` on 257 keys folded with each of :data:`FOLDS` (64
-    variates), the unrolled sampler's whole block 3 and its first W variates for each of
-    :data:`WIDTHS` on 129 keys, and the once-per-run variates of the engine's
-    ``initial_variates`` and of ``jax.random`` on 257 keys and on one of them."""
+    variates), the unrolled sampler's first W variates of block :data:`PREFIX_FOLD` of the
+    same keys for each of :data:`WIDTHS` (the whole blocks are the first ones'), and the
+    once-per-run variates of the engine's ``initial_variates`` and of ``jax.random`` on 257
+    keys and on one of them."""
     from svtjax.engine.draws import initial_variates as _initial_variates
 
     keys = jax.random.split(jax.random.key(11), 257)
-    pkeys = jax.random.split(jax.random.key(13), 129)
     ikeys = jax.random.split(jax.random.key(17), 257)
 
     @jax.jit
-    def run(keys, pkeys, ikeys, folds):
-        kd, pkd, ikd = _rng.key_data(keys), _rng.key_data(pkeys), _rng.key_data(ikeys)
+    def run(keys, ikeys, folds):
+        kd, ikd = _rng.key_data(keys), _rng.key_data(ikeys)
         out = {}
         for family in _rng.TRANSFORMS:
             cls, fast = FAMILIES[family], _rng.fast_standard(FAMILIES[family])
@@ -47,8 +51,7 @@ def family_draws():
                     "want": jax.vmap(lambda b: jax.vmap(lambda k: cls.standard(
                         jax.random.fold_in(k, b), (64,), dtype))(keys))(folds),
                     "got": jax.vmap(lambda b: fast(_rng.fold_in(kd, b), 64, dtype))(folds),
-                    "whole": fast(_rng.fold_in(pkd, np.uint32(3)), 64, dtype),
-                    "prefixes": [fast(_rng.fold_in(pkd, np.uint32(3)), w, dtype)
+                    "prefixes": [fast(_rng.fold_in(kd, FOLDS[PREFIX_FOLD]), w, dtype)
                                  for w in WIDTHS],
                     "initial_want": jax.vmap(lambda k: cls.standard(
                         stream_key(k, "threshold"), (), dtype))(ikeys),
@@ -57,7 +60,7 @@ def family_draws():
                                                      dtype)}
         return out
 
-    return jax.device_get(run(keys, pkeys, ikeys, jnp.asarray(FOLDS)))
+    return jax.device_get(run(keys, ikeys, jnp.asarray(FOLDS)))
 
 
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
@@ -77,8 +80,10 @@ def test_block_prefixes_equal_whole_blocks(family_draws, family, dtype):
     """The first W variates of a block are the numbers of a whole block: the engine's narrow
     blocks (``svtjax.engine.NARROW``) draw only those."""
     d = family_draws[family, dtype]
+    whole = d["got"][PREFIX_FOLD]  # block FOLDS[PREFIX_FOLD] of the same keys, drawn whole
     for width, prefix in zip(WIDTHS, d["prefixes"]):
-        np.testing.assert_array_equal(prefix, d["whole"][:, :width], err_msg=f"W={width}")
+        assert prefix.shape == (len(whole), width)
+        np.testing.assert_array_equal(prefix, whole[:, :width], err_msg=f"W={width}")
 
 
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
@@ -234,15 +239,18 @@ def test_other_key_implementations_draw_through_jax_random():
 
     cls = FAMILIES["laplace"]
     keys = jax.random.split(jax.random.key(3, impl="rbg"), 5)
-    want = jax.vmap(lambda k: cls.standard(stream_key(k, "threshold"), (), np.float32))(keys)
-    np.testing.assert_array_equal(
-        np.asarray(_initial_variates(keys, None, "threshold", cls, np.float32)),
-        np.asarray(want))
-    # rbg's numbers depend on batching, so one key is compared with its own unbatched draw
-    one = _initial_variates(keys[2], None, "threshold", cls, np.float32)
-    assert one.shape == ()
-    assert np.asarray(one) == np.asarray(cls.standard(stream_key(keys[2], "threshold"), (),
-                                                      np.float32))
+
+    @jax.jit  # the initial variates and jax.random's, in one program
+    def initial(keys):
+        want = jax.vmap(lambda k: cls.standard(stream_key(k, "threshold"), (), np.float32))(keys)
+        # rbg's numbers depend on batching, so one key is compared with its own unbatched draw
+        return (_initial_variates(keys, None, "threshold", cls, np.float32), want,
+                _initial_variates(keys[2], None, "threshold", cls, np.float32),
+                cls.standard(stream_key(keys[2], "threshold"), (), np.float32))
+
+    got, want, one, want_one = jax.device_get(initial(keys))
+    np.testing.assert_array_equal(got, want)
+    assert one.shape == () and one == want_one
     case = next(c for c in CASES if c.name == "svt-retr")
     mech = build(case, np.random.default_rng(0))
     n = 2 * BLOCK + 3
@@ -256,14 +264,22 @@ def test_other_key_implementations_draw_through_jax_random():
 
 
 def test_random_bits_and_fold_in_equal_jax_random():
-    keys = jax.random.split(jax.random.key(5), 100)
-    kd = _rng.key_data(keys)
-    for data in (0, 3, 4_000_000_000):
-        want = jax.random.key_data(jax.vmap(lambda k: jax.random.fold_in(k, data))(keys))
-        np.testing.assert_array_equal(np.asarray(_rng.fold_in(kd, np.uint32(data))),
-                                      np.asarray(want))
-    want = jax.vmap(lambda k: jax.random.bits(k, (64,), jnp.uint32))(keys)
-    np.testing.assert_array_equal(np.asarray(_rng.random_bits(kd, 64)), np.asarray(want))
+    """Both sides in one compiled program (not an eager program per operation)."""
+    DATA = (0, 3, 4_000_000_000)
+
+    @jax.jit
+    def both(keys):
+        kd = _rng.key_data(keys)
+        folds = [(_rng.fold_in(kd, np.uint32(data)), jax.random.key_data(
+            jax.vmap(lambda k, d=data: jax.random.fold_in(k, d))(keys))) for data in DATA]
+        bits = (_rng.random_bits(kd, 64),
+                jax.vmap(lambda k: jax.random.bits(k, (64,), jnp.uint32))(keys))
+        return folds, bits
+
+    folds, (bits, want_bits) = jax.device_get(both(jax.random.split(jax.random.key(5), 100)))
+    for data, (got, want) in zip(DATA, folds):
+        np.testing.assert_array_equal(got, want, err_msg=f"data={data}")
+    np.testing.assert_array_equal(bits, want_bits)
 
 
 @pytest.mark.parametrize("impl", ["threefry2x32", "rbg"])
@@ -272,10 +288,12 @@ def test_fold_in_keys_equals_jax_random_fold_in(impl):
     same implementation: one key with many data, many keys with one datum, in and out of jit."""
     root = jax.random.key(7, impl=impl)
     keys = jax.random.split(root, 50)
-    data = jnp.asarray([0, 1, 2, 77, 2**31 - 1], jnp.int32)
-    cases = [(root, data, jax.vmap(lambda d: jax.random.fold_in(root, d))(data)),
-             (keys, 3, jax.vmap(lambda k: jax.random.fold_in(k, 3))(keys)),
-             (root, 4_000_000_000, jax.random.fold_in(root, np.uint32(4_000_000_000)))]
+    data = np.asarray([0, 1, 2, 77, 2**31 - 1], np.int32)
+    wants = jax.jit(lambda root, keys: (  # jax.random's keys, in one program
+        jax.vmap(lambda d: jax.random.fold_in(root, d))(data),
+        jax.vmap(lambda k: jax.random.fold_in(k, 3))(keys),
+        jax.random.fold_in(root, np.uint32(4_000_000_000))))(root, keys)
+    cases = list(zip((root, keys, root), (jnp.asarray(data), 3, 4_000_000_000), wants))
     for k, d, want in cases:
         for fn in (_rng.fold_in_keys, jax.jit(_rng.fold_in_keys)):
             got = fn(k, d)
