@@ -410,7 +410,9 @@ def test_new_node_counts_or_curves_compile_nothing(shuffle):
     curves of other lengths (as ``optimal_allocation``'s grid and Brent points and a sweep's ε
     curves give) compile no new program (a kernel jitted over all nodes compiled one per
     (nodes, laws))."""
-    q = _zipf(300)
+    # test_optimal_allocation_is_a_local_optimum_no_worse_than_the_grid's stream (n = 120,
+    # c = 5): both tests run one set of kernels
+    q = _zipf(120)
     t = svtjax.datasets.lyu_threshold(q, 5)
     mechs = [svtjax.get("svt-s", epsilon=e, c=5) for e in (0.05, 0.3, 2.0, 8.0)]
     sizes = [exact.quadrature(m, q, t).nodes.size for m in mechs]
@@ -621,7 +623,7 @@ def test_coarse_search_finds_the_fine_searchs_share_and_returns_the_fine_value(s
 def test_zero_weight_nodes_change_no_value():
     """A rule padded with zero-weight nodes (``_quadrature.padded``, as ``selection_laws`` pads
     every rule to a multiple of 128 nodes) gives the same values."""
-    q = _zipf(60)
+    q = _zipf(20)  # n = 20, c = 3 as test_optimal_allocation_refuses_a_nan_objective: its kernels
     t = svtjax.datasets.lyu_threshold(q, 3)
     mech = svtjax.get("svt-s", epsilon=0.5, c=3)
     rule = exact.quadrature(mech, q, t)
@@ -765,7 +767,7 @@ def test_item_weights_are_the_metrics_of_single_picks(scores, c, linear):
 
 
 def test_float32_agrees_with_float64():
-    q = _zipf(200)
+    q = _zipf(120)  # the stream (n = 120, c = 5) of the optimal-allocation tests: float64 kernels
     mech = svtjax.get("svt-s", epsilon=0.5, c=5)
     t = svtjax.datasets.lyu_threshold(q, 5)
     p64 = np.asarray(exact.selection_probabilities(mech, q, t))
@@ -778,6 +780,7 @@ def test_float32_agrees_with_float64():
 # -- 5. Monte Carlo agreement (reduced from the full-scale check in benchmarks/RESULTS.md) ---
 
 MC_TRIALS = 20_000
+MC_CHUNK = 100  # divides MC_TRIALS: every chunk one shape
 MC_C = 5
 Z = 4.5
 
@@ -793,8 +796,10 @@ def _per_trial(scores, c, out):
 def _mc_means(mech, q, t, seed):
     """Monte Carlo means and standard errors of SER and |S| in random order."""
     reducer = jax.tree_util.Partial(_per_trial, jnp.asarray(q), MC_C)
+    # Chunks of 100 trials: one compaction level of the engine loop (the default chunk of all
+    # 2·10^4 trials has four); the trials are the same, only the float sums' order differs.
     sums = svtjax.simulate(mech, q, t, trials=MC_TRIALS, seed=seed, shuffle=True,
-                           reduce=reducer)
+                           reduce=reducer, chunk_size=MC_CHUNK)
     s1, s2, p1, p2 = (float(x) / MC_TRIALS for x in sums)
     return ((s1, math.sqrt(max(s2 - s1 ** 2, 0.0) / (MC_TRIALS - 1))),
             (p1, math.sqrt(max(p2 - p1 ** 2, 0.0) / (MC_TRIALS - 1))))
@@ -807,7 +812,7 @@ def _svt_s(eps1, eps2):
 
 
 def test_monte_carlo_agrees_and_rejects_a_mis_scaled_mechanism():
-    """Random order on Zipf (n = 100, c = 5, ε = 2, threshold 0.9·s_5 so |S| varies): the
+    """Random order on Zipf (n = 120, c = 5, ε = 2, threshold 0.9·s_5 so |S| varies): the
     simulated E[SER] and E[|S|] of svt-s (2·10^4 trials) lie within 4.5 standard errors of the
     exact values, and the same rule rejects svt-s whose query noise is 1.1 times too large
     (allocation (ε1, ε2/1.1)), which its own exact law accepts.
@@ -818,7 +823,7 @@ def test_monte_carlo_agrees_and_rejects_a_mis_scaled_mechanism():
     mis-scaled mechanism's E[SER] at least 12 SE away (asserted), so it is missed with
     probability < P(Z > 7.5) < 1e-13.
     """
-    q = _zipf(100)
+    q = _zipf(120)  # the optimal-allocation tests' stream: their exact kernels
     t = float(q[MC_C - 1] * 0.9)
     budget = 2.0
     eps1 = budget / (1 + (2 * MC_C) ** (2 / 3))
