@@ -55,9 +55,11 @@ def test_chunk_size_does_not_change_outcomes(name, params):
 def test_the_compaction_factor_changes_no_number(monkeypatch):
     """The engine's compaction factor (``svtjax.engine.COMPACTION``, per platform) reaches the
     trace of ``simulate``'s chunk (in its plan, the one static argument: each factor its own
-    program) and changes no number, in a fixed order and shuffled: 130 trials compact as 130/17
-    at the CPU's factor 8 and 130/65/33/17 at 2. (A run that never compacts gives the same
-    numbers too: test_chunk_size_does_not_change_outcomes's chunks of 7.)"""
+    program) and changes no number, in a fixed order and shuffled: the canonical run's 130
+    trials compact as 130/17 at the CPU's factor 8, and its first 65 trials, run alone, as
+    65/33/17 at 2 (each trial's numbers depend on its index only:
+    test_trial_t_uses_fold_in_of_seed). (A run that never compacts gives the same numbers too:
+    test_chunk_size_does_not_change_outcomes's chunks of 7.)"""
     from svtjax import _loops
     from svtjax import engine as _engine
 
@@ -73,9 +75,10 @@ def test_the_compaction_factor_changes_no_number(monkeypatch):
         monkeypatch.setitem(_engine.COMPACTION, "cpu", 2)
         assert _engine.compaction_factor() == 2
         seen.clear()
-        _assert_same(base, svtjax.simulate(mech, ZIPF, 10.0, trials=TRIALS, seed=3,
+        head = jax.tree_util.tree_map(lambda x: np.asarray(x)[:65], base)
+        _assert_same(head, svtjax.simulate(mech, ZIPF, 10.0, trials=65, seed=3,
                                            shuffle=shuffle))
-        assert (TRIALS, 2) in seen
+        assert (65, 2) in seen
     with pytest.raises(ValueError, match="integer >= 2"):
         dataclasses.replace(_engine.resolve(), compaction=1)
 
@@ -167,8 +170,9 @@ def test_reduce_sums_per_trial_values_inside_chunks():
 
 def test_shuffled_trial_groups_change_no_number(monkeypatch):
     """A reduced shuffled chunk run in groups (``shuffle_groups``) gives every trial the numbers
-    it gets ungrouped: per-trial values (``mode="values"``, with each trial's index) and
-    ``simulate``'s sums (``mode="sum"``, the padded trials of its one chunk of 256 masked)."""
+    it gets ungrouped: per-trial values (``mode="values"``, with each trial's index), against
+    the same values computed in numpy from each trial's ungrouped Outcome, and ``simulate``'s
+    sums (``mode="sum"``, the padded trials of its one chunk of 256 masked)."""
     mech = svtjax.get("svt-s", **CANON)
     root = simulate_module.seed_key(11)
 
@@ -181,15 +185,22 @@ def test_shuffled_trial_groups_change_no_number(monkeypatch):
                 "trial": ctx.index,
                 "rows": jnp.stack([ctx.index, evaluated])}  # [2, trials]
 
-    reduce = jax.tree_util.Partial(per_trial)
-    runs = [_driver.run_chunk(mech, ZIPF, jnp.full(300, 10.0), root, 0, 256, reduce,
-                              plan=_driver.Plan(chunk=256, shuffle=True, mode="values", groups=g))
-            for g in (1, 4)]
-    assert np.asarray(runs[0]["evaluated"]).min() < 300  # trials halt at different positions
-    _assert_same(jax.tree_util.tree_leaves(runs[0]), jax.tree_util.tree_leaves(runs[1]))
-    np.testing.assert_array_equal(np.asarray(runs[0]["trial"]), np.arange(256))
-    np.testing.assert_array_equal(np.asarray(runs[1]["rows"]),
-                                  np.stack([np.arange(256), np.asarray(runs[0]["evaluated"])]))
+    # the ungrouped numbers: the Outcomes of the same 256 trials (seed_key(11)) in one ungrouped
+    # chunk of 256 (test_chunk_size_does_not_change_outcomes's program), reduced in numpy
+    whole = svtjax.simulate(mech, ZIPF, 10.0, trials=256, seed=11, shuffle=True, chunk_size=256)
+    answers, items = np.asarray(whole.answers), np.asarray(whole.items)
+    evaluated = np.sum(answers >= 0, axis=-1)
+    want = {"evaluated": evaluated,
+            "items": np.sum(np.where(answers == 1, (items + 1) * (np.arange(300) + 1), 0), axis=-1),
+            "trial": np.arange(256), "rows": np.stack([np.arange(256), evaluated])}
+    assert evaluated.min() < 300 and len(set(evaluated)) > 1  # trials halt at different positions
+    grouped = _driver.run_chunk(mech, ZIPF, jnp.full(300, 10.0), root, 0, 256,
+                                jax.tree_util.Partial(per_trial),
+                                plan=_driver.Plan(chunk=256, shuffle=True, mode="values",
+                                                  groups=4))
+    assert set(grouped) == set(want)
+    for name, values in want.items():
+        np.testing.assert_array_equal(np.asarray(grouped[name]), values, err_msg=name)
 
     # mode "sum": 200 trials in one chunk of 256, 56 of them padding (the Outcomes: the first
     # 200 trials of 256, test_chunk_size_does_not_change_outcomes's program of 256)
@@ -309,16 +320,19 @@ def test_fisher_yates_kernels_match_the_reference_shuffle():
 
     @functools.partial(jax.jit, static_argnums=(0, 1))
     def blocks(kernel, layout):
-        # One program per (kernel, layout): the blocks one after another, as the engine's loop
-        # runs them, the pending write carried from block to block.
-        skeys = [stream_key(jax.random.key(100 + t), "order") for t in range(batch)]
+        # One program per (kernel, layout): the blocks one after another in a loop, as the
+        # engine's loop runs them, the pending write carried from block to block (one copy of
+        # the kernel in the program, not one per block).
+        skeys = jax.vmap(lambda t: stream_key(jax.random.key(100 + t), "order"))(
+            jnp.arange(batch, dtype=jnp.int32))
+
+        def block(fy, b):
+            order = jax.vmap(lambda k: block_order(k, b, n))(skeys)
+            return kernel(fy, order, b * BLOCK)
+
         fy = engine.shuffle_init(batch, num_blocks(n) * BLOCK, native=layout)
-        got = []
-        for b in range(num_blocks(n)):
-            order = jnp.stack([block_order(k, b, n) for k in skeys])
-            fy, items = kernel(fy, order, b * BLOCK)
-            got.append(items)
-        return jnp.concatenate(got, axis=1)[:, :n]
+        _, items = jax.lax.scan(block, fy, jnp.arange(num_blocks(n), dtype=jnp.int32))
+        return jnp.moveaxis(items, 0, 1).reshape(batch, -1)[:, :n]
 
     partners = np.asarray(jax.jit(lambda: jnp.stack([
         stream_order(stream_key(jax.random.key(100 + t), "order"), n) for t in range(batch)]))())

@@ -22,13 +22,16 @@ from tests.conftest import subprocess_env
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 N = 300  # a stream length no other test file uses
+TRIALS = 120  # trials per point: one chunk, which never compacts (svtjax._loops.bucket_sizes)
 
 
 def _config(**sweep_keys):
     """The tests' shared sweep: most tests run exactly these shapes, so the two group kernels
-    (svt-s, dpbook) compile once per test process."""
+    (svt-s, dpbook) compile once per test process, and the command-line sweeps of the same
+    shapes (test_two_processes_with_jax_distributed_split_the_points, tests/test_cli.py's
+    ``SHARED``) load svt-s's from the tests' compilation cache."""
     raw = {
-        "sweep": {"name": "t", "trials": 300, "datasets": [{"name": "zipf", "n": N}],
+        "sweep": {"name": "t", "trials": TRIALS, "datasets": [{"name": "zipf", "n": N}],
                   "metrics": ["f1", "ser", "picks", "evaluated"], "dtype": "float64",
                   "seed": 3, "shuffle": False, **sweep_keys},
         "grid": {"epsilon": [0.5, 1.0, 2.0], "c": [3, 6]},
@@ -138,20 +141,20 @@ def test_plan_respects_the_memory_budget():
 # -- numbers ----------------------------------------------------------------------------------
 
 def test_point_equals_simulate_with_the_point_seed():
-    # svt-s (monotonic, 300 trials): the simulate program of
+    # svt-s (monotonic, TRIALS trials): the simulate program of
     # test_registered_metric_prepare_and_quantiles
     cfg = sweep.load_config(_config())
     res = sweep.run(cfg, progress=False, log=lambda m: None)
     point = [p for p in sweep.expand(cfg) if p.mechanism == "svt-s" and p.c == 6][1]
     scores = svtjax.datasets.zipf(N).scores
     T = svtjax.datasets.lyu_threshold(scores, 6)
-    out = svtjax.simulate(point.build(), scores, T, trials=300, seed=point.seed(cfg))
+    out = svtjax.simulate(point.build(), scores, T, trials=TRIALS, seed=point.seed(cfg))
     f1 = np.asarray(svtjax.metrics.f1(svtjax.selected(out, 6), scores, 6))
     row = next(r for r in res.rows if r["point_id"] == point.point_id(cfg)
                and r["metric"] == "f1")
     np.testing.assert_allclose(row["mean"], f1.mean(), rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(row["std"], f1.std(ddof=1), rtol=1e-9)
-    assert row["trials"] == 300 and row["ci_low"] < row["mean"] < row["ci_high"]
+    assert row["trials"] == TRIALS and row["ci_low"] < row["mean"] < row["ci_high"]
 
 
 def _by_id(rows):
@@ -180,7 +183,8 @@ def test_20_epsilons_by_2_mechanisms_compile_each_mechanism_once():
 
 
 def test_chunk_size_does_not_change_numbers():
-    raw = _config()
+    # 300 trials, more than one block of 256: the default chunk is 512 (one chunk per point)
+    raw = _config(trials=300)
     raw["mechanisms"] = raw["mechanisms"][:1]
     big = sweep.run(raw, progress=False, log=lambda m: None)
     per_trial = runner._bytes_per_trial(sweep.expand(sweep.load_config(raw))[0].build(), N, 8,
@@ -219,10 +223,10 @@ def test_interrupted_sweep_resumes_only_unfinished_points(tmp_path):
         _csv_without_seconds(tmp_path / "full" / "results.csv")
     # a finished sweep recomputes nothing; changing trials changes every point's hash
     assert sweep.run(raw, out, progress=False, log=lambda m: None).computed == 0
-    raw["sweep"]["trials"] = 301
+    raw["sweep"]["trials"] = TRIALS - 1  # the chunk of TRIALS, its last trial padding
     assert sweep.run(raw, out, progress=False, log=lambda m: None).reused == 0
     side = json.loads((out / "results.json").read_text())
-    assert side["config"]["sweep"]["trials"] == 301 and "jax" in side["versions"]
+    assert side["config"]["sweep"]["trials"] == TRIALS - 1 and "jax" in side["versions"]
     assert side["versions"]["native_kernels"] == svtjax._native.status()
 
 
@@ -272,7 +276,7 @@ def test_two_processes_with_jax_distributed_split_the_points(tmp_path):
     raw["mechanisms"] = raw["mechanisms"][:1]  # one compilation per process
     cfg = tmp_path / "cfg.toml"
     cfg.write_text(
-        '[sweep]\nname = "t"\ntrials = 300\ndatasets = [{ name = "zipf", n = 300 }]\n'
+        f'[sweep]\nname = "t"\ntrials = {TRIALS}\ndatasets = [{{ name = "zipf", n = 300 }}]\n'
         'metrics = ["f1", "ser", "picks", "evaluated"]\ndtype = "float64"\nseed = 3\n'
         'shuffle = false\n'
         '[grid]\nepsilon = [0.5, 1.0, 2.0]\nc = [3, 6]\n'
@@ -358,7 +362,7 @@ def test_registered_metric_prepare_and_quantiles(tmp_path):
                         prepare=lambda mech, c: {"value": float(mech.epsilon or 0.0) * c})]
     with pytest.raises(ValueError, match="built-in"):
         sweep.Metric("f1", _count_evaluated, "no")
-    raw = {"sweep": {"name": "ext", "trials": 300, "datasets": [{"name": "zipf", "n": N}],
+    raw = {"sweep": {"name": "ext", "trials": TRIALS, "datasets": [{"name": "zipf", "n": N}],
                      "metrics": ["t_count", "t_epsc", "evaluated"], "quantiles": [0.5, 0.9],
                      "dtype": "float64", "seed": 5, "shuffle": False},
            "grid": {"c": [3]},
@@ -375,7 +379,7 @@ def test_registered_metric_prepare_and_quantiles(tmp_path):
     for point in sweep.expand(cfg):
         pid = point.point_id(cfg)
         mech = point.build()
-        out = svtjax.simulate(mech, scores, T, trials=300, seed=point.seed(cfg))
+        out = svtjax.simulate(mech, scores, T, trials=TRIALS, seed=point.seed(cfg))
         count = np.sum(np.asarray(out.answers) >= 0, axis=1)
         row = rows[(pid, "t_count")]
         np.testing.assert_allclose([row["mean"], row["std"]], [count.mean(), count.std(ddof=1)],
@@ -408,7 +412,7 @@ def test_per_trial_threshold_rule_equals_one_trial_calls():
 
     own = [sweep.Metric("t_count", _count_evaluated, "positions evaluated"),
            sweep.Metric("t_thr", _thresholds, "the trial's threshold")]
-    raw = {"sweep": {"name": "ding", "trials": 300, "datasets": [{"name": "zipf", "n": N}],
+    raw = {"sweep": {"name": "ding", "trials": TRIALS, "datasets": [{"name": "zipf", "n": N}],
                      "metrics": ["t_thr", "t_count", "picks"], "dtype": "float64", "seed": 2,
                      "shuffle": False, "threshold": "ding"},
            "grid": {"epsilon": [1.0], "c": [3, 6]},
@@ -417,7 +421,7 @@ def test_per_trial_threshold_rule_equals_one_trial_calls():
     rows = _by_id(sweep.run(cfg, progress=False, log=lambda m: None).rows)
     scores = np.asarray(svtjax.datasets.zipf(N).scores)
     desc = np.sort(scores)[::-1]
-    ts = np.arange(300)
+    ts = np.arange(TRIALS)
     # each trial's index draw, and its one-trial call, vmapped in one program for both points
     # (c is traced): outside jit every operation would be a program of its own
     draw_index = jax.jit(jax.vmap(lambda t, a, lo: jax.random.randint(
@@ -453,7 +457,7 @@ def test_per_trial_threshold_rule_equals_one_trial_calls():
 
 
 def test_table_c_for_k_mechanisms_and_a_permuted_dataset():
-    raw = {"sweep": {"name": "perm", "trials": 300, "dtype": "float64", "seed": 4,
+    raw = {"sweep": {"name": "perm", "trials": TRIALS, "dtype": "float64", "seed": 4,
                      "datasets": [{"name": "zipf", "n": N, "permute": 7}], "metrics": ["f1"],
                      "shuffle": False},
            "grid": {"epsilon": [1.0]},
@@ -467,7 +471,7 @@ def test_table_c_for_k_mechanisms_and_a_permuted_dataset():
     scores = svtjax.datasets.zipf(N).scores[np.random.default_rng(7).permutation(N)]
     for p in points:
         T = svtjax.datasets.lyu_threshold(scores, p.c)
-        out = svtjax.simulate(p.build(), scores, T, trials=300, seed=p.seed(cfg))
+        out = svtjax.simulate(p.build(), scores, T, trials=TRIALS, seed=p.seed(cfg))
         f1 = np.asarray(svtjax.metrics.f1(svtjax.selected(out, 3), scores, p.c))
         np.testing.assert_allclose(rows[(p.point_id(cfg), "f1")]["mean"], f1.mean(), rtol=1e-12)
     unpermuted = dict(raw, sweep=dict(raw["sweep"], datasets=[{"name": "zipf", "n": N}]))

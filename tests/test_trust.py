@@ -17,7 +17,7 @@ from svtjax import _identity, _plugins, _validate, sweep
 from svtjax.mechanisms import base, register
 from svtjax.sweep import grid, runner
 from tests.stand_ins import no_kernels, run_cli
-from tests.test_cli import TINY  # the tiny sweep of the command-line tests
+from tests.test_cli import SHARED, TINY  # the command-line tests' sweeps
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -58,11 +58,13 @@ class TrustProbe(LyuAlg1):
 
 def test_a_plugin_edit_between_two_cli_runs_recomputes_the_point(tmp_path):
     """Two runs into one --out with the plugin unchanged reuse the point; after an edit of the
-    plugin's mechanism the point is computed again (each run is its own process, as a user's)."""
+    plugin's mechanism the point is computed again (each run is its own process, as a user's).
+    The probe computes as svt-s does, on the shapes of tests/test_cli.py's ``SHARED`` sweep, so
+    its compiled chunk is the one the tests' compilation cache holds for that sweep."""
+    probe = PLUGIN.replace("LyuAlg1", "SVTS")
     plugin = tmp_path / "probe.py"
-    plugin.write_text(PLUGIN.format(tag="cli", edit="first"))
-    cfg = _tiny(tmp_path, TINY.replace('name = "svt-s"\nmonotonic = true',
-                                       'name = "trust-probe-cli"')
+    plugin.write_text(probe.format(tag="cli", edit="first"))
+    cfg = _tiny(tmp_path, SHARED.replace('name = "svt-s"', 'name = "trust-probe-cli"')
                 .replace("epsilon = [0.5, 2.0]", "epsilon = [1.0]"))
     out = tmp_path / "out"
 
@@ -76,7 +78,7 @@ def test_a_plugin_edit_between_two_cli_runs_recomputes_the_point(tmp_path):
 
     assert run() == (1, 0)
     assert run() == (0, 1)
-    plugin.write_text(PLUGIN.format(tag="cli", edit="edited"))
+    plugin.write_text(probe.format(tag="cli", edit="edited"))
     assert run() == (1, 0)
 
 
