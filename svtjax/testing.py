@@ -223,8 +223,8 @@ def _stack(trees):
 
 
 class _Streams:
-    """What the engine's ``draw`` reads of a rule (its streams' names and families, its
-    passes): the draws of every rule with the same streams are one program."""
+    """What the engine's ``draw`` reads of a rule: its streams' names and families, its
+    passes (:func:`_draws`)."""
 
     def __init__(self, initial: tuple, streams: tuple, passes: int):
         self._initial, self._streams, self._passes = initial, streams, passes
@@ -250,12 +250,14 @@ def _draw_program(initial: tuple, streams: tuple, passes: int, n: int, shuffle: 
 
 
 def _draws(mech, keys, n: int, shuffle: bool, dtype):
-    """``vmap(mech.draw)`` over ``keys``, in programs of their own: a rule's noise streams in
-    one program per stream structure (names, families, passes; ``engine.draw`` reads nothing
-    else of the rule), its swap partners in one program per stream length, shared by every
-    rule. Drawing was the larger part of each case's compilation, and as separate programs
-    the draws reach ``decide`` and the reference as they reach them from a user's
-    ``mech.draw``. A mechanism with a ``draw`` of its own is drawn by it."""
+    """``vmap(mech.draw)`` over ``keys``, in programs of their own, shared by every rule: each
+    stream of a rule is drawn from its own key (``engine.draw`` reads nothing else of the rule
+    than its streams' names and families and its passes), so a program draws one stream, for
+    every rule with a stream of that name and family (and passes, stream length, dtype); the
+    swap partners in one program per stream length. Drawing was the larger part of each case's
+    compilation, and as separate programs the draws reach ``decide`` and the reference as they
+    reach them from a user's ``mech.draw``. A mechanism with a ``draw`` of its own is drawn by
+    it."""
     import jax
 
     from svtjax._core import Draws
@@ -264,14 +266,16 @@ def _draws(mech, keys, n: int, shuffle: bool, dtype):
     if type(mech).draw is not ThresholdMechanism.draw:
         return jax.jit(jax.vmap(lambda m, key: m.draw(key, n, shuffle=shuffle, dtype=dtype),
                                 in_axes=(None, 0)))(mech, keys)
-    structure = lambda streams: tuple((k, type(v)) for k, v in streams.items())  # noqa: E731
     dtype = np.dtype(dtype)
-    noise = _draw_program(structure(mech.initial_streams()), structure(mech.streams()),
-                          mech.passes(), n, False, dtype)(keys)
-    if not shuffle:
-        return noise
-    order = _draw_program((), (), 1, n, True, dtype)(keys)
-    return Draws({**noise._streams, "order": order.order})
+    drawn = {}
+    for name, noise in mech.initial_streams().items():  # scalars: the same for every n
+        drawn[name] = _draw_program(((name, type(noise)),), (), 1, 1, False, dtype)(keys)[name]
+    for name, noise in mech.streams().items():
+        drawn[name] = _draw_program((), ((name, type(noise)),), mech.passes(), n, False,
+                                    dtype)(keys)[name]
+    if shuffle:
+        drawn["order"] = _draw_program((), (), 1, n, True, dtype)(keys).order
+    return Draws(drawn)
 
 
 def _resolve(name: str, reference, case_list):
