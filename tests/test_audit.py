@@ -230,7 +230,8 @@ class _ExactSampler:
     kind "rr": randomized response on s = clip(q_0/Δ, 0, 1), P[⊤] = (1 + s(e^ε − 1))/(1 + e^ε):
     exactly ε-DP (q_0 = 0 vs Δ changes P[⊤] and P[⊥] by e^ε). kind "laplace": ⊤ with the
     released value q_0 + Lap(Δ/ε): the Laplace mechanism, exactly ε-DP (its tails approach the
-    ratio e^ε).
+    ratio e^ε). The "rr" outcomes are the two rows ⊤ and ⊥ with binomial weights, so their
+    cells (``output_cells``) depend on the groups only and are computed once per groups.
     """
 
     chunk_size = 1024
@@ -239,6 +240,11 @@ class _ExactSampler:
         self.eps = eps
         self.kind = kind
         self.edges = np.asarray(A.VALUE_GRID) / eps
+        self._rr_cells = {}
+
+    def _cells(self, answers, values, groups):
+        return A.output_cells(answers, np.zeros(answers.shape, np.int32), values,
+                              groups=groups, edges=self.edges)
 
     def histograms(self, queries, thresholds, groups, trials, seed):
         del thresholds
@@ -248,15 +254,16 @@ class _ExactSampler:
             s = min(max(q0, 0.0), 1.0)
             tops = rng.binomial(trials, (1 + s * (math.exp(self.eps) - 1)) / (1 + math.exp(
                 self.eps)))
-            answers = np.array([[1], [0]], np.int8)
             weights = np.array([tops, trials - tops])
-            values = np.full((2, 1), np.nan)
+            key = np.asarray(groups).tobytes()
+            if key not in self._rr_cells:
+                self._rr_cells[key] = self._cells(np.array([[1], [0]], np.int8),
+                                                  np.full((2, 1), np.nan), groups)
+            cells = self._rr_cells[key]
         else:
-            answers = np.ones((trials, 1), np.int8)
             weights = np.ones(trials, np.int64)
             values = (q0 + rng.laplace(0.0, 1 / self.eps, trials))[:, None]
-        cells = A.output_cells(answers, np.zeros(answers.shape, np.int32), values,
-                               groups=groups, edges=self.edges)
+            cells = self._cells(np.ones((trials, 1), np.int8), values, groups)
         shapes = A.family_shapes(1, 1, self.edges.size)
         return {f: np.bincount(cells[f], weights=weights,
                                minlength=math.prod(shapes[f])).astype(np.int64)

@@ -151,11 +151,13 @@ def test_gumbel_top_k_law_equals_em_peeling():
 
 
 def test_same_draws_gumbel_top_k_is_em_peeling():
-    q = np.random.default_rng(1).integers(0, 5, 40).astype(float)
-    g = svtjax.get("gumbel-top-k", epsilon=1.3, k=4, sensitivity=2.0)
-    em = svtjax.get("em-peeling", epsilon=1.3, c=4, sensitivity=2.0)
-    a = svtjax.simulate(g, q, 0.0, trials=200, seed=3)
-    b = svtjax.simulate(em, q, 0.0, trials=200, seed=3)
+    """On common random numbers the two pick the same items in every trial. The runs have the
+    structures and shape of the distribution cases (Q5, TRIALS trials in float64):
+    gumbel-k3-vs-em-peeling's program below and tests/test_selection.py's em-peeling-c3."""
+    g = svtjax.get("gumbel-top-k", epsilon=1.3, k=3, sensitivity=2.0)
+    em = svtjax.get("em-peeling", epsilon=1.3, c=3, sensitivity=2.0)
+    a = svtjax.simulate(g, Q5, 0.0, trials=TRIALS, seed=3)
+    b = svtjax.simulate(em, Q5, 0.0, trials=TRIALS, seed=3)
     np.testing.assert_array_equal(np.asarray(a.items), np.asarray(b.items))
 
 
