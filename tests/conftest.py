@@ -37,9 +37,10 @@ XLA's CPU backend emits each fused loop either through its MLIR fusion emitters 
 or through its older elemental IR emitters, which skip the MLIR lowering and compile the
 suite's programs in less time (the equivalence, bit-identity and exact-law tests of svt-gap and
 dpbook from an empty cache: 74.5 s against 89.3 s of compile). Neither reorders floating-point
-arithmetic, and on the suite's records they compute the same bits: the float64 records of ``tests/test_bit_identity.py`` hold bit for
-bit with them, and so do the float32 ones (``XLA_FLAGS="--xla_backend_optimization_level=1
---xla_cpu_use_fusion_emitters=false" python tests/data/check_outcomes.py f32``: 162 of 162)."""
+arithmetic, and on the suite's records they compute the same bits: the float64 records of
+``tests/test_bit_identity.py`` hold bit for bit with them, and so do the float32 ones
+(``XLA_FLAGS="--xla_backend_optimization_level=1 --xla_cpu_use_fusion_emitters=false"
+python tests/data/check_outcomes.py f32``: 162 of 162)."""
 if OPT_LEVEL:
     _flags = os.environ.get("XLA_FLAGS", "")
     _extra = [] if "xla_backend_optimization_level" in _flags else [
