@@ -15,10 +15,9 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 OPT_LEVEL = os.environ.get("SVTJAX_TEST_OPT_LEVEL", "1")
 """LLVM's optimisation level for the suite's XLA programs (``--xla_backend_optimization_level``;
-set before JAX starts its backend, inherited by the suite's subprocesses), with XLA's CPU
-elemental emitters instead of its MLIR fusion emitters (:data:`FAST_COMPILE_FLAGS`).
+set before JAX starts its backend, inherited by the suite's subprocesses).
 
-Most of a cold run is XLA compiling the suite's ~1,600 programs, most of that LLVM optimising
+Most of a cold run is XLA compiling the suite's ~2,500 programs, most of that LLVM optimising
 their kernels. Level 1 compiles them in about 60% of the time of XLA's default (level 3; the
 bit-identity test file from an empty cache on the 2-core VM: 101 s against 159 s) and computes
 the same numbers: neither level reorders floating-point arithmetic (XLA CPU runs without fast
@@ -27,26 +26,11 @@ math), both contract ``a*b + c`` into fused multiply-adds where XLA allows it, a
 (level 0, which also skips that contraction, changes them). What level 1 gives up is run time
 (no loop vectorisation), which the suite's small runs do not notice; the speed benchmarks and
 the command line run at XLA's default. ``SVTJAX_TEST_OPT_LEVEL=3`` (or an
-``--xla_backend_optimization_level`` already in ``XLA_FLAGS``) runs the suite at users' level;
-``SVTJAX_TEST_OPT_LEVEL=`` (empty) leaves ``XLA_FLAGS`` alone (users' compiler exactly)."""
-
-FAST_COMPILE_FLAGS = ("--xla_cpu_use_fusion_emitters=false",)
-"""Further XLA flags of the suite (with :data:`OPT_LEVEL`, unless ``XLA_FLAGS`` names them).
-
-XLA's CPU backend emits each fused loop either through its MLIR fusion emitters (the default)
-or through its older elemental IR emitters, which skip the MLIR lowering and compile the
-suite's programs in less time (the equivalence, bit-identity and exact-law tests of svt-gap and
-dpbook from an empty cache: 74.5 s against 89.3 s of compile). Neither reorders floating-point
-arithmetic, and on the suite's records they compute the same bits: the float64 records of
-``tests/test_bit_identity.py`` hold bit for bit with them, and so do the float32 ones
-(``XLA_FLAGS="--xla_backend_optimization_level=1 --xla_cpu_use_fusion_emitters=false"
-python tests/data/check_outcomes.py f32``: 162 of 162)."""
-if OPT_LEVEL:
-    _flags = os.environ.get("XLA_FLAGS", "")
-    _extra = [] if "xla_backend_optimization_level" in _flags else [
-        f"--xla_backend_optimization_level={OPT_LEVEL}"]
-    _extra += [f for f in FAST_COMPILE_FLAGS if f.split("=")[0] not in _flags]
-    os.environ["XLA_FLAGS"] = " ".join(filter(None, [_flags, *_extra]))
+``--xla_backend_optimization_level`` already in ``XLA_FLAGS``) runs the suite as users compile;
+``SVTJAX_TEST_OPT_LEVEL=`` (empty) leaves ``XLA_FLAGS`` alone."""
+if OPT_LEVEL and "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = " ".join(filter(None, [
+        os.environ.get("XLA_FLAGS"), f"--xla_backend_optimization_level={OPT_LEVEL}"]))
 
 import jax  # noqa: E402
 import pytest  # noqa: E402
