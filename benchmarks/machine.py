@@ -187,7 +187,9 @@ def source_state() -> dict:
         head = git("rev-parse", "HEAD")
         if head.returncode == 0:
             state["git_commit"] = head.stdout.strip()
-            dirty = git("status", "--porcelain", "--", str(pkg), str(pkg.parent / "benchmarks"))
+            # the code that computes and times (not the records a run writes under results/)
+            dirty = git("status", "--porcelain", "--", str(pkg), str(pkg.parent / "benchmarks"),
+                        f":(exclude){pkg.parent / 'benchmarks' / 'results'}")
             state["git_dirty"] = bool(dirty.stdout.strip())
     except (OSError, subprocess.SubprocessError):
         pass
