@@ -239,6 +239,15 @@ class _Streams:
         return self._passes
 
 
+def _unit(noise) -> bool:
+    """Whether ``noise``'s family constructs without arguments (as :class:`_Streams` does)."""
+    try:
+        type(noise)()
+    except TypeError:
+        return False
+    return True
+
+
 @functools.lru_cache(maxsize=None)
 def _draw_program(initial: tuple, streams: tuple, passes: int, n: int, shuffle: bool, dtype):
     import jax
@@ -257,13 +266,14 @@ def _draws(mech, keys, n: int, shuffle: bool, dtype):
     swap partners in one program per stream length. Drawing was the larger part of each case's
     compilation, and as separate programs the draws reach ``decide`` and the reference as they
     reach them from a user's ``mech.draw``. A mechanism with a ``draw`` of its own is drawn by
-    it."""
+    it, and one whose noise family needs arguments to construct by ``mech.draw``."""
     import jax
 
     from svtjax._core import Draws
     from svtjax.mechanisms.rules import ThresholdMechanism
 
-    if type(mech).draw is not ThresholdMechanism.draw:
+    own = type(mech).draw is not ThresholdMechanism.draw
+    if own or not all(map(_unit, [*mech.initial_streams().values(), *mech.streams().values()])):
         return jax.jit(jax.vmap(lambda m, key: m.draw(key, n, shuffle=shuffle, dtype=dtype),
                                 in_axes=(None, 0)))(mech, keys)
     dtype = np.dtype(dtype)
