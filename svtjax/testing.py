@@ -222,69 +222,90 @@ def _stack(trees):
     return jax.tree_util.tree_map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *trees)
 
 
-class _Streams:
-    """What the engine's ``draw`` reads of a rule: its streams' names and families, its
-    passes (:func:`_draws`)."""
-
-    def __init__(self, initial: tuple, streams: tuple, passes: int):
-        self._initial, self._streams, self._passes = initial, streams, passes
-
-    def initial_streams(self) -> dict:
-        return {name: family() for name, family in self._initial}
-
-    def streams(self) -> dict:
-        return {name: family() for name, family in self._streams}
-
-    def passes(self) -> int:
-        return self._passes
-
-
-def _unit(noise) -> bool:
-    """Whether ``noise``'s family constructs without arguments (as :class:`_Streams` does)."""
-    try:
-        type(noise)()
-    except TypeError:
-        return False
-    return True
+_DRAW_BLOCKS = 16
+""":func:`_draws` draws the fewest multiple of this many blocks that hold a stream's passes."""
+_blocks_for = lambda needed: _DRAW_BLOCKS * -(-needed // _DRAW_BLOCKS)  # noqa: E731
 
 
 @functools.lru_cache(maxsize=None)
-def _draw_program(initial: tuple, streams: tuple, passes: int, n: int, shuffle: bool, dtype):
+def _family_program(family: type, dtype, blocks: int):
+    """Per key and stream id (an argument): the stream's initial variate and its first
+    ``blocks`` blocks (variate i of ``fold_in(stream key, b)`` at b·BLOCK + i), as
+    ``engine.draw`` makes them from Threefry keys, through ``svtjax._rng`` where it can."""
     import jax
+    import jax.numpy as jnp
 
-    from svtjax import engine
+    from svtjax import _rng
+    from svtjax.mechanisms.base import BLOCK, block_variates
 
-    spec = _Streams(initial, streams, passes)
-    return jax.jit(jax.vmap(lambda key: engine.draw(spec, key, n, shuffle=shuffle, dtype=dtype)))
+    fast = _rng.fast_standard(family)
+
+    def one(key, sid):
+        if fast is None:
+            skey = jax.random.fold_in(key, sid)
+            return (family.standard(skey, (), dtype), jax.vmap(
+                lambda b: block_variates(skey, b, family.standard, dtype))(jnp.arange(blocks)))
+        skd = _rng.fold_in(_rng.key_data(key), sid)
+        return (fast(skd, 1, dtype)[..., 0],
+                fast(_rng.fold_in(skd[None, :], jnp.arange(blocks, dtype=jnp.uint32)), BLOCK,
+                     dtype))
+
+    return jax.jit(jax.vmap(one, in_axes=(0, None)))
+
+
+@functools.lru_cache(maxsize=None)
+def _order_program(blocks: int):
+    """Per key and length ``n`` (an argument): the swap partners of the first ``blocks``
+    blocks of the ``order`` stream from Threefry keys, as ``engine.draw`` makes them."""
+    import jax
+    import jax.numpy as jnp
+
+    from svtjax import _rng
+    from svtjax.engine.draws import fast_block_order
+    from svtjax.mechanisms.base import stream_id
+
+    def one(key, n):
+        okd = _rng.fold_in(_rng.key_data(key), np.uint32(stream_id("order")))
+        return fast_block_order(okd[None, :], jnp.arange(blocks, dtype=jnp.int32),
+                                n)[0].reshape(-1)
+
+    return jax.jit(jax.vmap(one, in_axes=(0, None)))
 
 
 def _draws(mech, keys, n: int, shuffle: bool, dtype):
-    """``vmap(mech.draw)`` over ``keys``, in programs of their own, shared by every rule: each
-    stream of a rule is drawn from its own key (``engine.draw`` reads nothing else of the rule
-    than its streams' names and families and its passes), so a program draws one stream, for
-    every rule with a stream of that name and family (and passes, stream length, dtype); the
-    swap partners in one program per stream length. Drawing was the larger part of each case's
-    compilation, and as separate programs the draws reach ``decide`` and the reference as they
-    reach them from a user's ``mech.draw``. A mechanism with a ``draw`` of its own is drawn by
-    it, and one whose noise family needs arguments to construct by ``mech.draw``."""
+    """``vmap(mech.draw)`` over ``keys`` in programs shared by every rule, stream and length:
+    position i of pass k of a stream is variate i % BLOCK of block k·nb + i // BLOCK of the
+    key folded with the stream's id, so one program per noise family and dtype draws any
+    stream's blocks (the id an argument), one the swap partners of any length, and numpy cuts
+    the passes and lengths (``mech.draw``'s numbers bit for bit: tests/test_equivalence.py).
+    A mechanism with a ``draw`` of its own, or keys other than Threefry's (whose numbers may
+    depend on how many are drawn at once), is drawn by ``mech.draw``."""
     import jax
 
+    from svtjax import _rng
     from svtjax._core import Draws
+    from svtjax.mechanisms.base import BLOCK, num_blocks, stream_id
     from svtjax.mechanisms.rules import ThresholdMechanism
 
-    own = type(mech).draw is not ThresholdMechanism.draw
-    if own or not all(map(_unit, [*mech.initial_streams().values(), *mech.streams().values()])):
-        return jax.jit(jax.vmap(lambda m, key: m.draw(key, n, shuffle=shuffle, dtype=dtype),
-                                in_axes=(None, 0)))(mech, keys)
+    if type(mech).draw is not ThresholdMechanism.draw or _rng.key_data(keys) is None:
+        # closed over: mechanisms that draw alike (a selection's standard variates) share it
+        return jax.jit(jax.vmap(lambda key: mech.draw(key, n, shuffle=shuffle, dtype=dtype)))(
+            keys)
     dtype = np.dtype(dtype)
+    nb, passes = num_blocks(n), mech.passes()
+    blocks = _blocks_for(passes * nb)
     drawn = {}
     for name, noise in mech.initial_streams().items():  # scalars: the same for every n
-        drawn[name] = _draw_program(((name, type(noise)),), (), 1, 1, False, dtype)(keys)[name]
+        program = _family_program(type(noise), dtype, blocks)
+        drawn[name] = np.asarray(program(keys, np.uint32(stream_id(name)))[0])
     for name, noise in mech.streams().items():
-        drawn[name] = _draw_program((), ((name, type(noise)),), mech.passes(), n, False,
-                                    dtype)(keys)[name]
+        program = _family_program(type(noise), dtype, blocks)
+        x = np.asarray(program(keys, np.uint32(stream_id(name)))[1])  # [keys, blocks, BLOCK]
+        x = x[:, :passes * nb].reshape(len(x), passes, nb * BLOCK)[:, :, :n]
+        drawn[name] = x.reshape(len(x), passes * n)
     if shuffle:
-        drawn["order"] = _draw_program((), (), 1, n, True, dtype)(keys).order
+        order = np.asarray(_order_program(_blocks_for(nb))(keys, np.int32(n)))
+        drawn["order"] = order[:, :n].astype(np.int32)
     return Draws(drawn)
 
 

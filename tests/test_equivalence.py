@@ -21,6 +21,9 @@ identical; values and costs equal to 1e-12 (float64) or to float32 rounding of t
 
 Each stream length, order, dtype and path is a copy of the kernel to compile, so the lengths are
 these block classes, not more of each: narrow fixed, narrow shuffled, several blocks shuffled.
+The harness's draws come from programs shared by every case (one per noise family and dtype for
+every stream, length and number of passes; one for every length's swap partners), which
+``test_harness_draws_are_the_mechanisms_draws`` checks are ``mech.draw``'s numbers bit for bit.
 """
 
 import numpy as np
@@ -68,12 +71,15 @@ def test_registry_is_fully_referenced():
 
 def test_harness_catches_a_wrong_reference():
     """The harness fails when the reference disagrees (here: Algorithm 1's reference run for
-    DP-Book, whose threshold noise and redraw differ)."""
+    DP-Book, whose threshold noise, redraw and costs differ), naming the case and the field.
+    On the shape of DP-Book's float64 case of ``test_kernel_matches_reference`` (the same
+    structure, length and number of cases), whose compiled programs it reuses."""
     ref = reference.REFERENCES["lyu-alg1"]
-    with pytest.raises(AssertionError, match="answers"):
+    with pytest.raises(AssertionError, match=rf"wrong n={NARROW_N} case=\d+ DPBook\(.*\) "
+                       r"dtype=float64 shuffle=False: (answers|items|values|cost)"):
         testing.assert_matches_reference(
             "dpbook", reference=ref, cases=[testing.Case("wrong", {}, testing.eps_c)],
-            shapes=(20,), cases_per_shape=30)
+            shapes=(NARROW_N,), cases_per_shape=CASES_PER_SHAPE)
 
 
 def test_tolerance_scales_with_the_operands():
@@ -99,9 +105,10 @@ def test_tolerance_scales_with_the_operands():
 @pytest.mark.parametrize("name, n, shuffle", [("svt-s", LONG_N, True), ("svt-retr", SHORT_N, True),
                                               ("dpbook", NARROW_N, False)])
 def test_harness_draws_are_the_mechanisms_draws(name, n, shuffle):
-    """The harness draws a rule's noise in one program per stream structure and the swap
-    partners in one program per stream length, shared by every rule
-    (``svtjax.testing._draws``); those numbers are ``mech.draw``'s bit for bit (fixed and
+    """The harness draws every stream of a noise family in one program per dtype (the stream's
+    id an argument) and the swap partners of every stream length in one program (the length an
+    argument), shared by every rule, and cuts each stream's passes and length from the blocks
+    drawn (``svtjax.testing._draws``); those numbers are ``mech.draw``'s bit for bit (fixed and
     shuffled, one and several passes, one and several blocks)."""
     import jax
     import jax.numpy as jnp
@@ -109,7 +116,8 @@ def test_harness_draws_are_the_mechanisms_draws(name, n, shuffle):
     mech = svtjax.get(name, **svtjax.mechanisms.registry()[name].example_params())
     keys = jax.random.split(jax.random.key(7), 5)
     got = testing._draws(mech, keys, n, shuffle, np.float64)
-    want = jax.vmap(lambda k: mech.draw(k, n, shuffle=shuffle, dtype=jnp.float64))(keys)
+    # one program (op by op, the vmapped draw was ~50-100 programs of its own)
+    want = jax.jit(jax.vmap(lambda k: mech.draw(k, n, shuffle=shuffle, dtype=jnp.float64)))(keys)
     assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(want)
     for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
