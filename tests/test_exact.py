@@ -17,6 +17,7 @@ import pytest
 import svtjax
 from svtjax import exact
 from svtjax.exact import _laws, _quadrature
+from svtjax.exact._chunks import platform_max_chunk
 from tests.test_distribution import CASES, oracle, shuffled_oracle
 
 # -- helpers -----------------------------------------------------------------------------------
@@ -72,9 +73,9 @@ def test_fixed_order_matches_oracle(case):
     vectors = np.array(sorted(probs), np.int32)
     rows = np.full((64, n), -1, np.int32)  # one shape for every case (extra rows ignored)
     rows[: len(vectors)] = vectors
-    got = _laws.answer_probabilities(
-        jnp.asarray(rule.nodes), _quadrature.density_weights(rule, law_.threshold_noise),
-        jnp.asarray(q - t - float(law_.shift)), law_.query_noise, jnp.asarray(rows),
+    got = _laws.answer_probabilities(  # host arrays: no conversion program per shape
+        rule.nodes, _quadrature.host_density_weights(rule, law_.threshold_noise),
+        q - t - float(law_.shift), law_.query_noise, rows,
         resample=law_.resample)[: len(vectors)]
     np.testing.assert_allclose(np.asarray(got), [probs[tuple(v)] for v in vectors], rtol=0,
                                atol=1e-10)
@@ -115,9 +116,12 @@ def test_random_order_inner_sum_against_full_poisson_binomial():
                (-rng.uniform(5, 30, 300), 1.0)]  # μ ≈ 0.5: the "every item evaluated" branch
     for d, scale in configs:
         qn = svtjax.noise.Laplace(scale)
-        out = _laws.random_order(jnp.zeros(1), jnp.ones(1), jnp.asarray(d), qn, states=c,
-                                 c_mech=c, c_eff=c)
-        p = np.asarray(qn.sf(-jnp.asarray(d)))
+        # host arrays in, host arrays out: one program (the kernel) for every configuration
+        out = _laws.random_order(np.zeros(1), np.ones(1), d, qn, states=c, c_mech=c, c_eff=c)
+        evaluated = np.asarray(out.evaluated)
+        # P(Laplace(scale) > -d) as Laplace.sf computes it (the smaller tail as one exponential)
+        e = 0.5 * np.exp(-np.abs(d) / scale)
+        p = np.where(d < 0, e, 1 - e)
         for i in rng.choice(d.size, 4, replace=False):
             law = np.zeros(d.size)
             law[0] = 1.0
@@ -125,7 +129,7 @@ def test_random_order_inner_sum_against_full_poisson_binomial():
                 law[1:] = law[1:] * (1 - pj) + law[:-1] * pj
                 law[0] *= 1 - pj
             g = np.minimum(1.0, c / (np.arange(d.size) + 1.0))
-            assert abs(float(out.evaluated[i]) - law @ g) < 1e-13, (scale, i)
+            assert abs(float(evaluated[i]) - law @ g) < 1e-13, (scale, i)
 
 
 def test_inverse_means_with_sure_items_and_mu_just_above_a_panel_edge():
@@ -230,11 +234,11 @@ def test_skipped_work_changes_nothing(shuffle):
     from svtjax.exact._adapter import law as threshold_law
     law = threshold_law(mech)
     rule = exact.quadrature(mech, q, t)
-    z = jnp.asarray(rule.nodes + float(np.asarray(law.shift)))
+    z = rule.nodes + float(np.asarray(law.shift))  # host arrays into the jitted kernels
     w = np.eye(z.shape[0])  # one column per node: every node's values, not only their integral
-    d = jnp.asarray(q - t)
+    d = q - t
     if shuffle:
-        mu = np.asarray(_laws._node_means(z, d, law.query_noise, 64))
+        mu = _laws._node_means(z, d, law.query_noise, 64, host=True)
         assert min(_regimes(mu, c, 8)) >= 1, _regimes(mu, c, 8)
     kernel = _laws.random_order if shuffle else _laws.fixed_order
     kw = dict(states=c, c_mech=c, c_eff=c, max_chunk=8)
@@ -283,10 +287,12 @@ def test_grouped_chunks_match_integrating_every_column(shuffle):
     # Laws of different sizes, one with whole chunks of zero-weight padding.
     z, W, query, rules = _laid_out([svtjax.get("svt-s", epsilon=e, c=c) for e in (0.2, 0.5, 1.0)],
                                    q, t, extra={1: _quadrature.PAD})
-    query = jax.tree_util.tree_map(jnp.asarray, query)
     kernel = _laws.random_order if shuffle else _laws.fixed_order
-    kw = dict(states=c, c_mech=c, c_eff=c, max_chunk=16)
-    args = (jnp.asarray(z), jnp.asarray(W), jnp.asarray(q - t), query)
+    # the platform's chunk of nodes (the host kernels' of other tests): several per law's group
+    chunk = platform_max_chunk()
+    assert _quadrature.PAD % chunk == 0 and _quadrature.PAD // chunk >= 2, chunk
+    kw = dict(states=c, c_mech=c, c_eff=c)
+    args = (z, W, q - t, query)  # host arrays into the jitted kernels
     grouped = kernel(*args, group=_quadrature.PAD, **kw)
     every = kernel(*args, **kw)
     for field in ("top", "member", "evaluated", "count", "halted"):
@@ -391,15 +397,16 @@ def test_a_new_stream_length_compiles_only_the_kernels():
     """With tie groups, random order prepares the groups on the host: a stream length seen for
     the first time compiles the fixed-order and random-order chunk kernels and the node means
     (to order the nodes) and nothing else (device gathers of the groups' offsets and the
-    outputs' rows compiled about 24 small programs)."""
-    mech = svtjax.get("svt-s", epsilon=1.0, c=3)
-    rng = np.random.default_rng(5)
-    for n in (41, 43):  # the first length also compiles what any call needs once
-        q = np.round(rng.uniform(0, 10, n))
-        assert _laws.tie_groups(q - 5.0, 3)[1].size >= 3
+    outputs' rows compiled about 24 small programs). The first stream, which also compiles
+    what any call needs once, is the gradient tests' (:func:`_grad_setup`: their kernels)."""
+    mech = svtjax.get("svt-s", epsilon=1.0, c=GRAD_C)
+    q_grad, t_grad, _ = _grad_setup()
+    q_new = np.round(np.random.default_rng(5).uniform(0, 10, 43))
+    for q, t in ((q_grad, t_grad), (q_new, 5.0)):
+        assert _laws.tie_groups(q - t, GRAD_C)[1].size >= 3
         with _Compiles() as compiled:
             for shuffle in (False, True):
-                float(exact.expected_metrics(mech, q, 5.0, shuffle=shuffle)["ser"])
+                float(exact.expected_metrics(mech, q, t, shuffle=shuffle)["ser"])
     assert len(compiled.names) == 3
 
 
@@ -431,28 +438,33 @@ def test_chunks_driven_from_the_host_equal_the_jitted_kernels(layout):
     laws use) give the jitted kernels' numbers (the traced path, e.g. under ``jax.grad``): the
     same sums in the same order, to 1e-15. The grouped layouts are those of
     ``test_grouped_chunks_match_integrating_every_column`` (a law with a whole group of
-    zero-weight nodes, which the host never sends), so their jitted kernels are that test's."""
-    q = _tied_scores(400) if layout == "ties" else _zipf(500)
-    c = 10
+    zero-weight nodes, which the host never sends), so their jitted kernels are that test's.
+    The other layouts' streams are those of ``test_twice_the_nodes_changes_nothing_above_1e9``
+    (Zipf, n = 500, c = 10) and the ties layout's that of
+    ``test_tie_groups_give_the_item_by_item_law`` (tied counts, n = 600, c = 6), at the
+    platform's chunk of nodes: the host kernels are theirs."""
+    ties = layout == "ties"
+    q, c = (_tied_scores(600), 6) if ties else (_zipf(500), 10)
     t = svtjax.datasets.lyu_threshold(q, c)
     one_law = layout.endswith("one law")
     z, W, query, _ = _laid_out([svtjax.get("svt-s", epsilon=e, c=c) for e in
                                 ((0.5,) if one_law else (0.2, 0.5, 1.0))],
                                q, t, extra=None if one_law else {1: _quadrature.PAD})
     d = q - t
-    kw = dict(states=c, c_mech=c, c_eff=c, group=_quadrature.PAD, max_chunk=16)
-    if layout == "ties":
+    kw = dict(states=c, c_mech=c, c_eff=c, group=_quadrature.PAD)
+    # device arrays as selection_laws makes them (jax.device_put: jnp.asarray of a host array
+    # compiles a conversion program per shape)
+    dev = lambda x: jax.device_put(np.ascontiguousarray(x))  # noqa: E731
+    if ties:
         single, tied, m, _ = _laws.tie_groups(d, c)
         assert tied.size >= 3
-        kw["ties"] = (jnp.asarray(d[tied]), jnp.asarray(m), jnp.asarray(_laws._log_binomial(m, c)),
-                      jnp.asarray(_laws._log_binomial(m - 1, c)), jnp.asarray(d))
+        kw["ties"] = (dev(d[tied]), dev(m), dev(_laws._log_binomial(m, c)),
+                      dev(_laws._log_binomial(m - 1, c)), dev(d))
         d = d[single]
     fixed = layout.startswith("fixed")
     host = (_laws.fixed_order_host if fixed else _laws.random_order_host)(
-        z, W, jnp.asarray(d), query, **kw)
-    jitted = (_laws.fixed_order if fixed else _laws.random_order)(
-        jnp.asarray(z), jnp.asarray(W), jnp.asarray(d),
-        jax.tree_util.tree_map(jnp.asarray, query), **kw)
+        z, W, dev(d), query, **kw)
+    jitted = (_laws.fixed_order if fixed else _laws.random_order)(z, W, d, query, **kw)
     for field in ("top", "member", "evaluated", "count") + (("halted",) if fixed else ()):
         a, b = getattr(host, field), getattr(jitted, field)
         assert isinstance(a, np.ndarray) and a.shape == b.shape
@@ -497,7 +509,7 @@ def test_twice_the_nodes_changes_nothing_above_1e9(name, params, data, shuffle):
     for field in ("top", "member", "evaluated", "count", "halted"):
         x, y = getattr(a, field), getattr(b, field)
         if x is not None:
-            assert float(jnp.max(jnp.abs(x - y))) < 1e-9, field
+            assert np.max(np.abs(np.asarray(x) - np.asarray(y))) < 1e-9, field
     ma = exact.expected_metrics(mech, q, t, shuffle=shuffle, rule=rule)
     mb = exact.expected_metrics(mech, q, t, shuffle=shuffle, rule=fine)
     for key in exact.METRIC_KEYS:
@@ -602,10 +614,11 @@ def test_optimal_allocation_is_a_local_optimum_no_worse_than_the_grid(shuffle):
 def test_coarse_search_finds_the_fine_searchs_share_and_returns_the_fine_value(shuffle):
     """The search runs on a coarser rule (``SEARCH_ACCURACY``); it finds the share that a
     search on the default rule finds (within Brent's tolerance), and the value it returns is
-    the default rule's at that share (one more evaluation)."""
+    the default rule's at that share (one more evaluation). The stream (Zipf, n = 120, c = 5)
+    is ``test_optimal_allocation_is_a_local_optimum_no_worse_than_the_grid``'s: its kernels."""
     assert exact.SEARCH_ACCURACY["kink_tol"] > 1e-8  # coarser than the default rule
-    q = _zipf(300)
-    c, eps = 10, 0.3
+    q = _zipf(120)
+    c, eps = 5, 0.3
     t = svtjax.datasets.lyu_threshold(q, c)
     kw = dict(epsilon=eps, c=c, shuffle=shuffle, monotonic=True)
     coarse = exact.optimal_allocation("svt-s", q, t, **kw)
@@ -650,12 +663,20 @@ SHARE_CASES = [
 ]
 
 
+@functools.lru_cache(maxsize=None)
+def _traced_share_laws() -> list:
+    """law_at_share of every case of SHARE_CASES at a traced share of 0.3, in one program."""
+    return jax.jit(lambda s: [exact.law_at_share(name, s, epsilon=1.0, c=7, **params)
+                              for name, params in SHARE_CASES])(0.3)
+
+
 @pytest.mark.parametrize("name,params", SHARE_CASES, ids=[f"{n}-{p}" for n, p in SHARE_CASES])
 def test_traced_share_law_equals_the_built_mechanism(name, params):
     """law_at_share's traced formulas equal law() of the mechanism built with the explicit
-    allocation (the concrete path), leaf for leaf."""
+    allocation (the concrete path), leaf for leaf. (Every case's traced law is computed in one
+    program.)"""
     concrete = exact.law_at_share(name, 0.3, epsilon=1.0, c=7, **params)
-    traced = jax.jit(lambda s: exact.law_at_share(name, s, epsilon=1.0, c=7, **params))(0.3)
+    traced = _traced_share_laws()[SHARE_CASES.index((name, params))]
     assert type(traced.threshold_noise) is type(concrete.threshold_noise)
     assert type(traced.query_noise) is type(concrete.query_noise)
     assert traced.c == concrete.c and traced.resample == concrete.resample
@@ -795,7 +816,7 @@ def _per_trial(scores, c, out):
 
 def _mc_means(mech, q, t, seed):
     """Monte Carlo means and standard errors of SER and |S| in random order."""
-    reducer = jax.tree_util.Partial(_per_trial, jnp.asarray(q), MC_C)
+    reducer = jax.tree_util.Partial(_per_trial, jax.device_put(q), MC_C)
     # Chunks of 100 trials: one compaction level of the engine loop (the default chunk of all
     # 2·10^4 trials has four); the trials are the same, only the float sums' order differs.
     sums = svtjax.simulate(mech, q, t, trials=MC_TRIALS, seed=seed, shuffle=True,

@@ -153,15 +153,15 @@ def test_block_equals_pure_block(monkeypatch, n_pad, batch, width):
             running = np.sort(rng.choice(batch, size=max(1, batch // 2), replace=False))
             keep = np.concatenate([running, [0, 0]])
             origin = origin[keep]
-            native = take(native, jnp.asarray(keep))
-            pure = take(pure, jnp.asarray(keep))
+            native = take(native, keep)  # host arrays: jnp.asarray would compile a program
+            pure = take(pure, keep)
         start = k * width
         pos = start + np.arange(width)
         partners = (pos + rng.random((batch, width)) * (n_pad - pos)).astype(np.int32)
         partners[0, 1] = n_pad + 7  # outside: never written, read as 0
         order = partners[origin]
-        native, items_n = block(native, jnp.asarray(order), start, None, True)
-        pure, items_p = block(pure, jnp.asarray(order), start, None, True)
+        native, items_n = block(native, order, start, None, True)
+        pure, items_p = block(pure, order, start, None, True)
         np.testing.assert_array_equal(items_n, items_p)
         np.testing.assert_array_equal(native.a, pure.a)
         np.testing.assert_array_equal(native.j, pure.j)
@@ -195,8 +195,8 @@ def test_rows_as_long_as_the_stream(n, width):
         pos = start + np.arange(width)
         partners = np.where(pos < n, pos + np.floor(rng.random((batch, width)) *
                                                     np.maximum(n - pos, 1)), pos).astype(np.int32)
-        native, items_n = block(native, jnp.asarray(partners), start, None, True)
-        pure, items_p = block(pure, jnp.asarray(partners), start, None, True)
+        native, items_n = block(native, partners, start, None, True)
+        pure, items_p = block(pure, partners, start, None, True)
         inside = pos < n
         np.testing.assert_array_equal(np.asarray(items_n)[:, inside],
                                       np.asarray(items_p)[:, inside])
@@ -214,10 +214,11 @@ def test_shuffled_chunk_holds_no_padded_permutation():
     to 128), so the Outcome's items are the permutation rows themselves: no int16[batch, 128]
     array, and no copy of one into the items, is in the program."""
     mech = svtjax.get("svt-s", epsilon=1.0, c=3)
-    q = jnp.linspace(0.0, 5.0, 100, dtype=jnp.float32)
-    keys = jax.vmap(lambda t: jax.random.fold_in(jax.random.key(0), t))(jnp.arange(3))
-    text = jax.jit(lambda k: _engine.run_keys(mech, k, q, jnp.full((100,), 2.0, jnp.float32),
-                                              shuffle=True)).lower(keys).as_text()
+    # lowered only: the arguments' shapes suffice (eager arrays would compile programs)
+    q = jax.ShapeDtypeStruct((100,), jnp.float32)
+    keys = jax.eval_shape(lambda: jax.random.split(jax.random.key(0), 3))
+    text = jax.jit(lambda k, q: _engine.run_keys(mech, k, q, jnp.full((100,), 2.0, jnp.float32),
+                                                 shuffle=True)).lower(keys, q).as_text()
     assert "3x100xi16" in text and "x128xi16" not in text
 
 
@@ -230,16 +231,16 @@ def test_halted_trials_are_skipped(batch):
     n_pad, width = 256, 64
     rng = np.random.default_rng(5)
     block = jax.jit(_engine.fisher_yates_block)
-    state = _engine.shuffle_init(batch, n_pad)
+    state = jax.jit(lambda: _engine.shuffle_init(batch, n_pad))()  # one program, not eager ops
     pos = np.arange(width)
-    state, _ = block(state, jnp.asarray(
-        (pos + rng.random((batch, width)) * (n_pad - pos)).astype(np.int32)), 0)
+    state, _ = block(state, (pos + rng.random((batch, width)) * (n_pad - pos)).astype(np.int32),
+                     0)  # host arrays into the jitted block: no conversion programs
     pos = width + np.arange(width)
-    order = jnp.asarray((pos + rng.random((batch, width)) * (n_pad - pos)).astype(np.int32))
+    order = (pos + rng.random((batch, width)) * (n_pad - pos)).astype(np.int32)
     done = np.array([False, True, False, False, True, False]) if batch == 6 else \
         rng.random(batch) < 0.3
     all_, items_all = block(state, order, width)
-    some, items_some = block(state, order, width, jnp.asarray(done))
+    some, items_some = block(state, order, width, done)
     before = np.asarray(state.perm)
     np.testing.assert_array_equal(np.asarray(items_some)[~done], np.asarray(items_all)[~done])
     np.testing.assert_array_equal(np.asarray(items_some)[done], 0)
@@ -277,13 +278,14 @@ def test_prefix_equals_the_blocks(n, batch, prefix):
     partners, and the compiled block drawing the next partners itself from the rows' keys
     (``order`` None) swaps as the block given ``fast_block_order``'s: int16 rows, and
     int32 rows (n ≥ 2^15). At n = 30000 the trials include some whose partners were rejected by
-    Lemire's method and redrawn (found among 2,048 keys)."""
-    okeys = jax.random.bits(jax.random.key(n), (batch, 2), jnp.uint32)
+    Lemire's method and redrawn (found among 2,048 keys). The raw keys come from numpy (any
+    words are keys; eager jax.random draws would compile programs of their own)."""
+    okeys = np.random.default_rng(n).integers(0, 2**32, (batch, 2), dtype=np.uint32)
     if n == 30000:
-        pool = jax.random.bits(jax.random.key(1), (2048, 2), jnp.uint32)
+        pool = np.random.default_rng(1).integers(0, 2**32, (2048, 2), dtype=np.uint32)
         hit = _rejected_trials(pool, n, prefix // 64)
         assert hit.size >= 1
-        okeys = jnp.concatenate([okeys, pool[hit[:4]]])
+        okeys = np.concatenate([okeys, pool[hit[:4]]])
         batch = okeys.shape[0]
     dtype = _engine.perm_dtype(-(-n // 64) * 64)
     assert (dtype == jnp.int32) == (n >= 2**15)
@@ -340,16 +342,16 @@ def test_engine_with_prefix_equals_blocks_alone(monkeypatch):
     prefix, past it, and never (compactions on the way); the prefix is in the program."""
     n = 2000
     scores = 10000 / np.arange(1, n + 1)
-    q = jnp.asarray(scores[np.random.default_rng(0).permutation(n)])
-    t = jnp.full((n,), 200.0)  # about 50 items above: trials halt anywhere
+    q = scores[np.random.default_rng(0).permutation(n)]
+    t = np.full(n, 200.0)  # about 50 items above: trials halt anywhere
     mech = svtjax.get("svt-s", epsilon=0.5, c=20, monotonic=True)
     keys = jax.random.split(jax.random.key(9), 40)
     lay = _engine.layout.layout(mech, n)
     assert _engine.shuffle_prefix(lay) == 960
 
-    def run():
-        fn = jax.jit(lambda k: _engine.run_keys(mech, k, q, t, shuffle=True))
-        return fn.lower(keys).as_text(), jax.device_get(fn(keys))
+    def run():  # scores and thresholds as arguments (host arrays: no conversion programs)
+        fn = jax.jit(lambda k, q, t: _engine.run_keys(mech, k, q, t, shuffle=True))
+        return fn.lower(keys, q, t).as_text(), jax.device_get(fn(keys, q, t))
 
     text, with_prefix = run()
     with monkeypatch.context() as m:
@@ -376,7 +378,7 @@ def test_hand_made_partners_equal_pure(monkeypatch):
         jax.random.split(jax.random.key(4), 3))
     order = np.array(draws.order)
     order[:, 70:90] = np.arange(20)  # partners before their positions
-    bad = draws.replace(order=jnp.asarray(order))
+    bad = draws.replace(order=order)  # a host array into the jitted run
     run = jax.jit(jax.vmap(lambda d: mech.decide(d, q, 0.5)))
     native = jax.device_get(run(bad))
     with monkeypatch.context() as m:
@@ -397,7 +399,7 @@ def _run(mech, q, t, keys):
     on is part of the program's cache key (``native``): a run under :func:`_pure` must not
     reuse a program traced with the compiled block, nor the other way round."""
     native = _native.fisher_yates_target() is not None
-    return jax.device_get(_run_jit(mech, keys, jnp.asarray(q), jnp.asarray(t), native))
+    return jax.device_get(_run_jit(mech, keys, np.asarray(q), np.asarray(t), native))
 
 
 # One mechanism per engine path: the vectorised block (svt-s), the scan with a redrawn threshold
@@ -483,20 +485,22 @@ def _answers(rng, rows: int, length: int) -> np.ndarray:
 @pytest.mark.parametrize("items", [None, np.int16, np.int32], ids=["position", "int16", "int32"])
 def test_first_tops_equal_the_pure_blocks(items):
     """The compiled loop equals ``_first_tops_blocks`` (picks, counts and evaluated positions,
-    which count whole blocks of 256) on random batches: a stream shorter than a block, streams
-    with an overlapping last block, 4,300 rows (split among threads); limits (traced) below 1,
-    below k, at k and above it; reading to the halt and to the limit-th ⊤."""
+    which count whole blocks of 256) on random batches: a stream shorter than a block (9 rows,
+    items by position wrapping at n = 37 < length), and 4,300 rows (split among threads) of a
+    stream with an overlapping last block (257 positions: the last block starts one past the
+    first); limits (traced) below 1, below k, at k and above it; reading to the halt and to
+    the limit-th ⊤. (The overlapping stream and the many rows share one batch: each shape is
+    one more copy of both loops in the program.)"""
     from svtjax import _core
     from svtjax._loops import bucket_sizes
 
     rng = np.random.default_rng(11)
     k = 5
-    shapes = ((9, 100, 37), (8, 257, 257), (4300, 300, 1000))
+    shapes = ((9, 100, 37), (4300, 257, 257))
     batches = []
     for rows, length, _ in shapes:
-        ans = jnp.asarray(_answers(rng, rows, length))
-        its = None if items is None else \
-            jnp.asarray(rng.integers(-3, 30000, (rows, length)).astype(items))
+        ans = _answers(rng, rows, length)  # host arrays into the jitted program
+        its = None if items is None else rng.integers(-3, 30000, (rows, length)).astype(items)
         batches.append((ans, its))
 
     def pure(ans, its, limit, k, n, to_halt):
@@ -537,8 +541,8 @@ def test_first_tops_vmapped_with_a_limit_per_point():
     from svtjax import _core
 
     rng = np.random.default_rng(12)
-    ans = jnp.asarray(np.stack([_answers(rng, 11, 300) for _ in range(3)]))
-    limits = jnp.asarray([1, 5, 40], jnp.int32)
+    ans = np.stack([_answers(rng, 11, 300) for _ in range(3)])  # host arrays into the jit
+    limits = np.asarray([1, 5, 40], np.int32)
 
     def run(fn):  # as a sweep runs it: under jit (one program, not one per operation)
         return jax.jit(jax.vmap(lambda a, c: fn(a, None, c, 50, 300, True)))(ans, limits)
@@ -564,7 +568,8 @@ def test_selected_uses_the_compiled_loop():
     answers, items, _ = _core._rows_of(out)
     text = _core._first_tops.lower(answers, items, jnp.int32(k), k, n, False).as_text()
     assert "svtjax_first_tops" in text
-    want, _, _ = _core._first_tops_blocks(answers, items, jnp.int32(k), k, n, False)
+    want, _, _ = jax.jit(_core._first_tops_blocks, static_argnums=(3, 4, 5))(  # one program
+        answers, items, np.int32(k), k, n, False)
     np.testing.assert_array_equal(svtjax.selected(out, k), want)
 
 
@@ -573,18 +578,20 @@ def test_prefix_counts_use_the_compiled_loop(monkeypatch):
     """``svtjax.prefix_counts`` runs the compiled loop (an ffi_call in its program, reading each
     row to its first -1) and equals the XLA block loop it replaced, ``_prefix_rows``, which it
     still uses where the compiled loop does not run: on random rows (not only prefixes: a -1
-    before later answers ends the read), a stream shorter than a block, one with an overlapping
-    last block, and 4,300 rows (split among threads), with a batch axis."""
+    before later answers ends the read), a stream shorter than a block (9 rows), and 4,300 rows
+    (split among threads) of a stream with an overlapping last block (257 positions), with a
+    batch axis: the shapes of :func:`test_first_tops_equal_the_pure_blocks`."""
     from svtjax import _core, _native
 
     rng = np.random.default_rng(13)
-    for rows, length in ((9, 100), (8, 257), (4300, 300)):
+    for rows, length in ((9, 100), (4300, 257)):
         ans = _answers(rng, rows, length)
-        out = svtjax.Outcome.compact(jnp.asarray(ans.reshape(rows, 1, length)), n=length,
+        # on the device as jax.device_put puts it (jnp.asarray would compile a program)
+        out = svtjax.Outcome.compact(jax.device_put(ans.reshape(rows, 1, length)), n=length,
                                      dtype=jnp.float32, top_cost=np.ones((rows, 1)))
         assert "svtjax_first_tops" in jax.jit(svtjax.prefix_counts).lower(out).as_text()
         got = svtjax.prefix_counts(out)
-        want = _core._prefix_rows(jnp.asarray(ans))
+        want = _core._prefix_rows(ans)
         with monkeypatch.context() as m:
             m.setattr(_native, "first_tops_target", lambda: None)
             fallback = svtjax.prefix_counts(out)
