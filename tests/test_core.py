@@ -44,11 +44,11 @@ def test_selected_batched():
 
 def test_outcome_types_from_simulate():
     # tests/test_simulate.py's run of test_trial_t_uses_fold_in_of_seed (svt-s with released
-    # values on its 300 Zipf scores at threshold 10, 7 trials, seed 11): the same compiled program
+    # values on its 130 Zipf scores at threshold 10, 7 trials, seed 11): the same compiled program
     mech = svtjax.get("svt-s", epsilon=0.7, c=3, eps3=0.2)
-    out = svtjax.simulate(mech, 100.0 / np.arange(1, 301), 10.0, trials=7, seed=11)
+    out = svtjax.simulate(mech, 100.0 / np.arange(1, 131), 10.0, trials=7, seed=11)
     assert out.answers.dtype == jnp.int8 and out.items.dtype == jnp.int32
-    assert out.answers.shape == out.items.shape == out.values.shape == out.cost.shape == (7, 300)
+    assert out.answers.shape == out.items.shape == out.values.shape == out.cost.shape == (7, 130)
     answered = np.asarray(out.answers) == 1
     assert answered.any() and not answered.all()
     assert np.all(np.isnan(np.asarray(out.values)[~answered]))

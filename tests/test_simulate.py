@@ -22,11 +22,18 @@ from tests.conftest import subprocess_env
 
 simulate_module = importlib.import_module("svtjax.simulate")
 
-ZIPF = 100.0 / np.arange(1, 301)
-# The file's canonical run, shared by most tests so that they share compiled programs: svt-s with
-# released values (the block form, a numeric answer per ⊤) on ZIPF at threshold 10, 130 trials.
+N = 130
+ZIPF = 100.0 / np.arange(1, N + 1)
+# The file's shapes, shared by most tests so that they share compiled programs: svt-s with
+# released values (the block form, a numeric answer per ⊤) on ZIPF (float64) at a scalar
+# threshold of 10; a run of ONE = 17 trials in one chunk is tests/test_bit_identity.py's program
+# (its stream length, trials and dtype, and the structure of its svt-s-eps3 and dpbook cases),
+# and runs of TRIALS = 130 trials go in chunks of 7 (never compacting, the last padded: 130 =
+# 18 x 7 + 4) or in one chunk of 256 (compacting at 256/32, mostly padding).
 CANON = dict(epsilon=1.0, c=4, eps3=0.2)
+ONE = 17
 TRIALS = 130
+BIG = 256
 
 
 def _assert_same(a, b):
@@ -39,27 +46,30 @@ def _assert_same(a, b):
     ("dpbook", dict(epsilon=1.0, c=3)),  # no block form: the per-position scan
 ])
 def test_chunk_size_does_not_change_outcomes(name, params):
-    """Chunks change no Outcome, in a fixed order and shuffled: 130 trials in one chunk compact
-    once (levels 130/17, svtjax._loops.bucket_sizes); chunks of 7 never compact and the last is
-    padded (130 = 18 x 7 + 4); one chunk of 256, larger than the run, compacts at 256/32 and is
-    mostly padding (svt-s's shuffled chunk of 256 is the program of the trial-group tests)."""
+    """Chunks change no Outcome, in a fixed order and shuffled: 130 trials in chunks of 7 (which
+    never compact; the last is padded, 130 = 18 x 7 + 4) and in one chunk of 256, larger than
+    the run, which compacts (levels 256/32, svtjax._loops.bucket_sizes) and is mostly padding,
+    and the first 17 trials run alone in one chunk of 17 (tests/test_bit_identity.py's
+    program). (svt-s's shuffled chunk of 256 is the program of the trial-group tests.)"""
     mech = svtjax.get(name, **params)
     for shuffle in (False, True):
-        runs = [svtjax.simulate(mech, ZIPF, 10.0, trials=TRIALS, seed=3, shuffle=shuffle,
-                                chunk_size=cs) for cs in (None, 7, 256)]
-        assert runs[0].answers.shape == (TRIALS, ZIPF.shape[0])
-        _assert_same(runs[0], runs[1])
-        _assert_same(runs[0], runs[2])
+        run = functools.partial(svtjax.simulate, mech, ZIPF, 10.0, seed=3, shuffle=shuffle)
+        sevens, whole = run(trials=TRIALS, chunk_size=7), run(trials=TRIALS, chunk_size=BIG)
+        assert whole.answers.shape == (TRIALS, N)
+        _assert_same(sevens, whole)
+        alone = run(trials=ONE)
+        assert alone.answers.shape == (ONE, N)
+        _assert_same(alone, jax.tree_util.tree_map(lambda x: np.asarray(x)[:ONE], whole))
 
 
 def test_the_compaction_factor_changes_no_number(monkeypatch):
     """The engine's compaction factor (``svtjax.engine.COMPACTION``, per platform) reaches the
     trace of ``simulate``'s chunk (in its plan, the one static argument: each factor its own
-    program) and changes no number, in a fixed order and shuffled: the canonical run's 130
-    trials compact as 130/17 at the CPU's factor 8, and its first 65 trials, run alone, as
-    65/33/17 at 2 (each trial's numbers depend on its index only:
+    program) and changes no number, in a fixed order and shuffled: 130 trials in the file's
+    chunk of 256 compact as 256/32 at the CPU's factor 8, and their first 65 trials, run alone,
+    as 65/33/17 at 2 (each trial's numbers depend on its index only:
     test_trial_t_uses_fold_in_of_seed). (A run that never compacts gives the same numbers too:
-    test_chunk_size_does_not_change_outcomes's chunks of 7.)"""
+    test_chunk_size_does_not_change_outcomes's chunks of 7 and of 17.)"""
     from svtjax import _loops
     from svtjax import engine as _engine
 
@@ -71,7 +81,8 @@ def test_the_compaction_factor_changes_no_number(monkeypatch):
     default = _engine.COMPACTION["cpu"]
     for shuffle in (False, True):
         monkeypatch.setitem(_engine.COMPACTION, "cpu", default)
-        base = svtjax.simulate(mech, ZIPF, 10.0, trials=TRIALS, seed=3, shuffle=shuffle)
+        base = svtjax.simulate(mech, ZIPF, 10.0, trials=TRIALS, seed=3, shuffle=shuffle,
+                               chunk_size=BIG)
         monkeypatch.setitem(_engine.COMPACTION, "cpu", 2)
         assert _engine.compaction_factor() == 2
         seen.clear()
@@ -99,7 +110,7 @@ _SHARDED = textwrap.dedent("""
     import jax, numpy as np, svtjax
     jax.config.update("jax_enable_x64", True)
     assert len(jax.devices()) == 4, jax.devices()
-    q = 100.0 / np.arange(1, 301)
+    q = 100.0 / np.arange(1, 131)
     out = {}
     for shuffle in (False, True):
         mech = svtjax.get("svt-s", epsilon=1.0, c=4, eps3=0.2)
@@ -117,10 +128,10 @@ def test_sharded_over_four_cpu_devices_is_bit_identical(tmp_path):
     subprocess.run([sys.executable, "-c", f"OUT = {str(path)!r}\n" + _SHARDED], check=True,
                    env=env, timeout=600)
     got = np.load(path)
-    mech = svtjax.get("svt-s", **CANON)  # here: the programs of the canonical run
+    mech = svtjax.get("svt-s", **CANON)  # here: the file's programs of the chunk of 256
     for shuffle in (False, True):
         here = svtjax.simulate(mech, ZIPF, 10.0, trials=TRIALS, seed=5, shuffle=shuffle,
-                               num_devices=1)
+                               chunk_size=BIG, num_devices=1)
         for f in here._fields:
             np.testing.assert_array_equal(got[f"{f}_{shuffle}"], np.asarray(getattr(here, f)))
 
@@ -151,21 +162,28 @@ def test_vmap_over_a_stacked_batch_of_mechanisms():
                      m(key, ZIPF, 10.0))
 
 
+def _counts(out):
+    """A reducer's per-trial integers: positions evaluated, ⊤ answers and their square (a value
+    that is not linear in the Outcome). The file's reduced runs share it, and so their
+    programs."""
+    tops = jnp.sum(out.answers == 1, axis=-1)
+    return jnp.sum(out.answers >= 0, axis=-1), tops, tops * tops
+
+
 def test_reduce_sums_per_trial_values_inside_chunks():
-    """One chunk and chunks of 7 (the last padded): the canonical run's shapes."""
-    mech = svtjax.get("svt-s", epsilon=1.0, c=5, eps3=0.2)
-    full = svtjax.simulate(mech, ZIPF, 10.0, trials=TRIALS, seed=1)
-    tops = np.sum(np.asarray(full.answers) == 1, axis=1)
-
-    def reducer(out):
-        k = (out.answers == 1).sum(axis=1)
-        return {"tops": k, "tops2": k * k}
-
-    for chunk in (None, 7):
-        red = svtjax.simulate(mech, ZIPF, 10.0, trials=TRIALS, seed=1, chunk_size=chunk,
-                              reduce=reducer)
-        assert int(red["tops"]) == tops.sum()
-        assert int(red["tops2"]) == (tops ** 2).sum()
+    """200 trials in one chunk of 256 (56 of them padding, masked) and in chunks of 7 (the last
+    padded: 203 = 29 x 7), in random orders (the reducer sees Outcomes, whatever their order):
+    the Outcomes and the sums of the chunk of 256 are the programs of
+    test_shuffled_trial_groups_change_no_number. At c = 40 the trials' ⊤ counts differ (some
+    trials reach the end of the stream), so the squares' sum is not the square of a sum."""
+    mech = svtjax.get("svt-s", epsilon=1.0, c=40, eps3=0.2)
+    run = functools.partial(svtjax.simulate, mech, ZIPF, 10.0, trials=200, seed=1, shuffle=True)
+    answers = np.asarray(run(trials=BIG, chunk_size=BIG).answers)[:200]
+    tops = np.sum(answers == 1, axis=1)
+    want = [np.sum(answers >= 0), tops.sum(), (tops ** 2).sum()]
+    assert len(set(tops)) > 1  # trials differ
+    for chunk in (BIG, 7):
+        np.testing.assert_array_equal(np.asarray(run(chunk_size=chunk, reduce=_counts)), want)
 
 
 def test_shuffled_trial_groups_change_no_number(monkeypatch):
@@ -191,10 +209,10 @@ def test_shuffled_trial_groups_change_no_number(monkeypatch):
     answers, items = np.asarray(whole.answers), np.asarray(whole.items)
     evaluated = np.sum(answers >= 0, axis=-1)
     want = {"evaluated": evaluated,
-            "items": np.sum(np.where(answers == 1, (items + 1) * (np.arange(300) + 1), 0), axis=-1),
+            "items": np.sum(np.where(answers == 1, (items + 1) * (np.arange(N) + 1), 0), axis=-1),
             "trial": np.arange(256), "rows": np.stack([np.arange(256), evaluated])}
-    assert evaluated.min() < 300 and len(set(evaluated)) > 1  # trials halt at different positions
-    grouped = _driver.run_chunk(mech, ZIPF, jnp.full(300, 10.0), root, 0, 256,
+    assert evaluated.min() < N and len(set(evaluated)) > 1  # trials halt at different positions
+    grouped = _driver.run_chunk(mech, ZIPF, np.full(N, 10.0), root, 0, 256,
                                 jax.tree_util.Partial(per_trial),
                                 plan=_driver.Plan(chunk=256, shuffle=True, mode="values",
                                                   groups=4))
@@ -204,18 +222,16 @@ def test_shuffled_trial_groups_change_no_number(monkeypatch):
 
     # mode "sum": 200 trials in one chunk of 256, 56 of them padding (the Outcomes: the first
     # 200 trials of 256, test_chunk_size_does_not_change_outcomes's program of 256)
-    def count(out):
-        return jnp.sum(out.answers >= 0, axis=-1), jnp.sum(out.answers == 1, axis=-1)
-
     run = functools.partial(svtjax.simulate, mech, ZIPF, 10.0, trials=200, seed=4, shuffle=True,
                             chunk_size=256)
     answers = np.asarray(run(trials=256).answers)[:200]
-    ungrouped = run(reduce=count)
+    tops = np.sum(answers == 1, axis=-1)
+    ungrouped = run(reduce=_counts)
     np.testing.assert_array_equal(np.asarray(ungrouped),
-                                  [np.sum(answers >= 0), np.sum(answers == 1)])
+                                  [np.sum(answers >= 0), tops.sum(), (tops ** 2).sum()])
     monkeypatch.setattr(_driver, "SHUFFLE_GROUP_BYTES", 1)
-    assert _driver.shuffle_groups(mech, 300, 256) == 2  # groups of the 128-trial minimum
-    _assert_same(ungrouped, run(reduce=count))
+    assert _driver.shuffle_groups(mech, N, 256) == 2  # groups of the 128-trial minimum
+    _assert_same(ungrouped, run(reduce=_counts))
 
 
 def test_shuffle_groups_are_equal_cache_sized_small_trials_and_cpu_only(monkeypatch):
@@ -260,8 +276,8 @@ def test_shuffled_outcomes_in_groups_are_the_ungrouped_outcomes(monkeypatch):
     ungrouped = svtjax.simulate(mech, ZIPF, 10.0, trials=256, seed=12, shuffle=True)
     answers = np.asarray(ungrouped.answers)
     assert answers.shape[0] == 256
-    assert (answers >= 0).sum(axis=1).min() < 300  # early halts
-    plan = _driver.plan(mech, 300, 256, shuffle=True)
+    assert (answers >= 0).sum(axis=1).min() < N  # early halts
+    plan = _driver.plan(mech, N, 256, shuffle=True)
     assert (plan.chunk, plan.groups) == (256, 1)
     q, t = mech._prepare(ZIPF, 10.0)
     four = _driver.run_chunk(mech, q, t, simulate_module.seed_key(12), 0, 256,
@@ -269,7 +285,7 @@ def test_shuffled_outcomes_in_groups_are_the_ungrouped_outcomes(monkeypatch):
     # field by field (a stored items array past a trial's halt is not part of the Outcome)
     _assert_same(ungrouped, four)
     monkeypatch.setattr(_driver, "SHUFFLE_GROUP_BYTES", 1)
-    assert _driver.shuffle_groups(mech, 300, 256) == 2
+    assert _driver.shuffle_groups(mech, N, 256) == 2
     _assert_same(ungrouped, svtjax.simulate(mech, ZIPF, 10.0, trials=256, seed=12,
                                             shuffle=True))
 

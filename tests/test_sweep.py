@@ -183,8 +183,14 @@ def test_20_epsilons_by_2_mechanisms_compile_each_mechanism_once():
 
 
 def test_chunk_size_does_not_change_numbers():
-    # 300 trials, more than one block of 256: the default chunk is 512 (one chunk per point)
-    raw = _config(trials=300)
+    """300 shuffled trials, more than one block of 256: the default chunk is 512 (one chunk per
+    point, compacting at 512/64), a budget for 256 trials runs chunks of 256 (two per point, the
+    second mostly padding; compacting at 256/32), the program of
+    test_shuffled_trial_groups_give_identical_results_files. Shuffled only: a fixed order's
+    Outcomes do not depend on the chunking (tests/test_simulate.py's
+    test_chunk_size_does_not_change_outcomes) and the per-trial metrics computed from them are
+    the same code in both orders."""
+    raw = _config(shuffle=True, trials=300)
     raw["mechanisms"] = raw["mechanisms"][:1]
     big = sweep.run(raw, progress=False, log=lambda m: None)
     per_trial = runner._bytes_per_trial(sweep.expand(sweep.load_config(raw))[0].build(), N, 8,
@@ -422,13 +428,11 @@ def test_per_trial_threshold_rule_equals_one_trial_calls():
     scores = np.asarray(svtjax.datasets.zipf(N).scores)
     desc = np.sort(scores)[::-1]
     ts = np.arange(TRIALS)
-    # each trial's index draw, and its one-trial call, vmapped in one program for both points
-    # (c is traced): outside jit every operation would be a program of its own
+    # each trial's index draw, vmapped in one program for both points (c is traced): outside
+    # jit every operation would be a program of its own
     draw_index = jax.jit(jax.vmap(lambda t, a, lo: jax.random.randint(
         jax.random.fold_in(jax.random.fold_in(a, t), 0), (), lo, 4 * lo, dtype=np.int32),
         in_axes=(0, None, None)))
-    one_trial_calls = jax.jit(lambda mech, root, thr: jax.vmap(
-        lambda t, th: mech(jax.random.fold_in(root, t), scores, th))(ts, thr).answers)
     for point in sweep.expand(cfg):
         c, mech = point.c, point.build()
         root = jax.random.key(point.seed(cfg))
@@ -436,7 +440,15 @@ def test_per_trial_threshold_rule_equals_one_trial_calls():
         idx = np.asarray(draw_index(ts, aux, 2 * c))
         assert idx.min() >= 2 * c and idx.max() <= 8 * c - 1
         thr = (desc[idx] + desc[idx + 1]) / 2  # svtjax.datasets.ding_threshold's rule
-        answers = np.asarray(one_trial_calls(mech, root, thr))
+        # trial t's one-trial call (key fold_in(root, t), its own threshold) is row t of a
+        # simulate run at that threshold (tests/test_simulate.py's
+        # test_trial_t_uses_fold_in_of_seed): one run per threshold drawn, all of them the
+        # simulate program of test_point_equals_simulate_with_the_point_seed
+        answers = np.empty((TRIALS, N), np.int8)
+        for th in np.unique(thr):
+            drawn = thr == th
+            out = svtjax.simulate(mech, scores, th, trials=TRIALS, seed=point.seed(cfg))
+            answers[drawn] = np.asarray(out.answers)[drawn]
         count = np.sum(answers >= 0, axis=1)
         picks = np.minimum(np.sum(answers == 1, axis=1), c)
         pid = point.point_id(cfg)
