@@ -475,19 +475,25 @@ def test_gpu_suite_platform_stage_times_widths_factors_and_chunks(tmp_path):
     """The GPU suite's ``platform`` stage (issue 19: the engine's per-platform choices made
     measurable in the one prepared call) times every block width x compaction factor, then the
     extra chunk sizes at the platform's own width and factor, writes a ``gpu-platform`` record
-    and leaves the platform's tables as they were for the stages after it."""
+    and leaves the platform's tables as they were for the stages after it.
+
+    The extra chunk size is the run's 16 trials (one chunk): with the CPU's own width (64) its
+    program is the (64, auto, 2) row's, since a batch of 16 has one compaction level whatever
+    the factor, and loads from the compilation cache; the stage passes every chunk size to
+    ``svtjax.simulate`` alike, and that chunking changes no number is
+    tests/test_simulate.py::test_chunk_size_does_not_change_outcomes."""
     from benchmarks import gpu_suite
 
     module, (widths, factors) = kinds.engine_tables()
     before = (dict(widths), dict(factors))
     spec = dict(cases.CASES["gpu-platform"], sizes=[[200, 16]], modes=["fixed"],
-                widths=[64, 128], factors=[2], chunks=[0, 8], rounds=1)
+                widths=[64, 128], factors=[2], chunks=[0, 16], rounds=1)
     path = gpu_suite.platform_stage(spec, tmp_path, float("inf"), "gpu-test")
     rec = json.loads(path.read_text())
     rows = rec["results"]
     assert path.name.startswith("gpu-platform-gpu-test-") and rec["case"] == "gpu-platform"
     assert [(r["width"], r["chunk"], r["factor"]) for r in rows] == [
-        (64, 0, 2), (128, 0, 2), (widths["cpu"], 8, module.compaction_factor())]
+        (64, 0, 2), (128, 0, 2), (widths["cpu"], 16, module.compaction_factor())]
     assert all(r["median_s"] > 0 and r["evaluated"] > 0 for r in rows)
     assert (dict(widths), dict(factors)) == before
     assert "platform" in [name for name, _ in gpu_suite.stages()]

@@ -1,4 +1,6 @@
-"""The ``svtjax`` console entry point, run as a subprocess as a user would."""
+"""The ``svtjax`` console entry point, run as a subprocess as a user would (exit statuses, what
+reaches the process's stdout and stderr, signals), and the command's messages through
+``svtjax.cli.main`` in this process where the property is not the process's."""
 
 import importlib
 import json
@@ -73,15 +75,22 @@ def test_list_json_names_every_mechanism():
 
 
 def test_simulate_json_rows():
+    """Two ``-m`` give two rows, in order, each labelled with its options and run with them.
+    The two are one structure (svt-s with monotonic = true; the sensitivity is a traced
+    number), so the process compiles one chunk program, not two. The command is a sweep
+    (``svtjax.cli.simulate.simulation_config``); a sweep of two mechanism classes is
+    tests/test_examples.py::test_example_sweep_toml_imports_the_plugin."""
     # 100 trials: one chunk of the sweep's, which never compacts (svtjax._loops.bucket_sizes),
-    # so each mechanism's program holds one copy of the engine's loop
-    res = _run("simulate", "-m", "svt-s:monotonic=true", "-m", "dpbook", "-e", "0.5",
-               "--trials", "100", "--c", "10", "--json")
+    # so the program holds one copy of the engine's loop
+    res = _run("simulate", "-m", "svt-s:monotonic=true", "-m", "svt-s:monotonic=true,sensitivity=2",
+               "-e", "0.5", "--trials", "100", "--c", "10", "--json")
     assert res.returncode == 0, res.stderr
     rows = json.loads(res.stdout)
-    assert [r["mechanism"] for r in rows] == ["svt-s[monotonic=True]", "dpbook"]
+    assert [r["mechanism"] for r in rows] == ["svt-s[monotonic=True]",
+                                               "svt-s[monotonic=True,sensitivity=2]"]
     for r in rows:
         assert 0 <= r["f1"] <= 1 and 0 <= r["ser"] <= 1 and r["trials"] == 100
+    assert rows[0]["f1"] != rows[1]["f1"]  # twice the noise: the second row's option was used
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -92,10 +101,14 @@ def test_simulate_json_rows():
     (("simulate", "-m", "svt-s:bad"), "cannot parse mechanism option"),
 ])
 def test_bad_input_exits_nonzero_with_one_line(args, needle):
-    res = _run(*args)
-    assert res.returncode == 2
-    assert needle in res.stderr
-    assert len(res.stderr.strip().splitlines()) == 1, res.stderr
+    """In this process (``svtjax.cli.main``): what the console script runs;
+    :func:`test_bad_input_through_the_console_script_is_exit_2_and_one_line` checks the process
+    boundary (the exit status, nothing else on the process's stderr) on one case of each
+    subcommand."""
+    code, _, err = run_cli(args)
+    assert code == 2
+    assert needle in err
+    assert len(err.strip().splitlines()) == 1, err
 
 
 def test_sweep_writes_results_table_and_plot(tmp_path):
@@ -119,13 +132,32 @@ def test_sweep_writes_results_table_and_plot(tmp_path):
     (None, "no such sweep config"),
 ], ids=["invalid-toml", "unknown-mechanism", "unknown-parameter", "missing-file"])
 def test_sweep_bad_config_exits_nonzero_with_one_line(tmp_path, text, needle):
+    """In this process, as :func:`test_bad_input_exits_nonzero_with_one_line`."""
     cfg = tmp_path / "bad.toml"
     if text is not None:
         cfg.write_text(text)
-    res = _run("sweep", str(cfg), "--out", str(tmp_path / "out"))
+    code, _, err = run_cli(["sweep", str(cfg), "--out", str(tmp_path / "out")])
+    assert code == 2
+    assert needle in err
+    assert len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("args,needle", [
+    (("simulate", "-d", "nodata"), "unknown dataset 'nodata'"),
+    (("sweep", "{cfg}", "--out", "{out}"), "does not take parameter 'monotonc'"),
+], ids=["simulate", "sweep"])
+def test_bad_input_through_the_console_script_is_exit_2_and_one_line(tmp_path, args, needle):
+    """The console script as a user runs it: bad input is exit status 2 and one line on the
+    process's stderr (nothing printed on start-up, by JAX or Python's warnings, around it). One
+    case per subcommand, each refused after its arguments parsed (simulate: a dataset name;
+    sweep: a loaded config's mechanism parameter); every message is checked in this process by
+    the two tests above."""
+    cfg = _tiny(tmp_path, TINY.replace("monotonic = true", "monotonc = true"))
+    res = _run(*(a.format(cfg=cfg, out=tmp_path / "out") for a in args))
     assert res.returncode == 2
     assert needle in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert res.stdout == ""
 
 
 def test_audit_without_the_module_fails_with_one_line(monkeypatch, capsys):
@@ -144,10 +176,12 @@ def test_audit_and_bench_help_through_the_console_script():
 
 
 def test_help_lists_every_subcommand():
-    res = _run("--help")
-    assert res.returncode == 0
+    """In this process: ``--help`` through the console script (exit 0, usage on stdout) is
+    :func:`test_audit_and_bench_help_through_the_console_script`'s ``bench --help``."""
+    code, out, err = run_cli(["--help"])
+    assert code == 0, err
     for command in ("list", "simulate", "sweep", "reproduce", "audit", "bench"):
-        assert command in res.stdout
+        assert command in out
 
 
 # -- issue 20: no traceback, one line, exit 2; Ctrl-C; output hygiene ---------------------------

@@ -34,34 +34,47 @@ import svtjax
 mech = svtjax.get("svt-s", epsilon=1.0, c=2)
 svtjax.simulate(mech, np.arange(10.0), 4.5, trials=20)
 after_import = list(calls)
-state = svtjax.tune_allocator() if sys.argv[1] == "tune" else None
-print(json.dumps({"after_import": after_import, "calls": calls, "state": state}))
+import os
+from svtjax import _malloc
+os.environ["SVTJAX_MALLOC_TUNING"] = "0"
+opted_out = svtjax.tune_allocator()
+after_opt_out = list(calls)
+_malloc._STATE = None  # as in a fresh process, without the opt-out
+del os.environ["SVTJAX_MALLOC_TUNING"]
+tuned = svtjax.tune_allocator()
+after_tune = list(calls)
+again = svtjax.tune_allocator()
+print(json.dumps({"after_import": after_import, "opted_out": opted_out,
+                  "after_opt_out": after_opt_out, "tuned": tuned, "after_tune": after_tune,
+                  "again": again, "calls": calls}))
 """
 
 
-def _probe(mode: str, env_value=None) -> dict:
+def _probe() -> dict:
     import json
 
     env = subprocess_env()  # the tests' compilation cache: the child loads its one program
     env.pop("SVTJAX_MALLOC_TUNING", None)
-    if env_value is not None:
-        env["SVTJAX_MALLOC_TUNING"] = env_value
-    out = subprocess.run([sys.executable, "-c", PROBE, mode], env=env, capture_output=True,
+    out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True,
                          text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc tuning is Linux-only")
 def test_import_and_simulate_leave_the_allocator_alone_tune_allocator_tunes():
+    """One child process: ``import svtjax`` and a simulation call no mallopt; with
+    ``SVTJAX_MALLOC_TUNING=0`` ``tune_allocator()`` calls none and says False; without it (the
+    once-per-process state reset, as a fresh process has it) it makes the four calls and says
+    True, and a second call makes none. The opt-out is set in ``os.environ`` before the call,
+    which is where ``tune_allocator`` reads it, as it does a variable set at the process's
+    start."""
     import ctypes.util
 
     glibc = "musl" not in (ctypes.util.find_library("c") or "")
-    plain = _probe("none")
-    assert plain["calls"] == []  # import svtjax and simulate never call mallopt
-    tuned = _probe("tune")
-    assert tuned["after_import"] == []
+    probe = _probe()
+    assert probe["after_import"] == []  # import svtjax and simulate never call mallopt
+    assert probe["opted_out"] is False and probe["after_opt_out"] == []
     if glibc:
-        assert tuned["state"] is True
-        assert len(tuned["calls"]) == 4  # mmap and trim thresholds, top pad, one arena
-    opted_out = _probe("tune", "0")
-    assert opted_out["calls"] == [] and opted_out["state"] is False
+        assert probe["tuned"] is True and probe["again"] is True
+        assert len(probe["after_tune"]) == 4  # mmap and trim thresholds, top pad, one arena
+        assert probe["calls"] == probe["after_tune"]  # once per process
