@@ -182,11 +182,16 @@ def test_sf_is_complement_of_cdf(cls, param, dist):
 
 @pytest.mark.parametrize("cls,param,dist", FAMILIES, ids=FAMILY_IDS)
 def test_batched_scale_broadcasts(cls, param, dist):
+    """An array of scales broadcasts against the points and in the moments. (Evaluated in one
+    jitted program, not an eager program per operation: the same broadcasting rules, and
+    test_jit_matches_eager checks that eager calls equal jitted ones, for a scalar scale.)"""
     scales = np.array([0.5, 1.0, 4.0])
     x = np.array([-1.0, 0.7, 3.0])
     n = _make(cls, param, jnp.asarray(scales))
-    assert_close_or_underflow(n.cdf(jnp.asarray(x)), dist(scale=scales).cdf(x))
-    assert_close_or_underflow(n.variance, dist(scale=scales).var())
+    cdf, variance = jax.jit(lambda n, x: (n.cdf(x), n.variance))(n, jnp.asarray(x))
+    assert cdf.shape == variance.shape == (3,)
+    assert_close_or_underflow(cdf, dist(scale=scales).cdf(x))
+    assert_close_or_underflow(variance, dist(scale=scales).var())
 
 
 # --------------------------------------------------------------------------------------------
@@ -196,12 +201,15 @@ def test_batched_scale_broadcasts(cls, param, dist):
 
 @pytest.mark.parametrize("cls,param,dist", FAMILIES, ids=FAMILY_IDS)
 def test_jit_matches_eager(cls, param, dist):
+    """The eager calls and one jitted program agree. (The sample is N_KS variates in float64:
+    its eager draw is the program of the KS tests, compiled once.)"""
     n = _make(cls, param, 1.9)
     x = jnp.asarray(np.linspace(-6.0, 6.0, 25))
     key = jax.random.key(3)
 
     def everything(n, key, x):
-        return (n.cdf(x), n.sf(x), n.logpdf(x), n.mean, n.variance, n.sample(key, (7,), x.dtype))
+        return (n.cdf(x), n.sf(x), n.logpdf(x), n.mean, n.variance,
+                n.sample(key, (N_KS,), x.dtype))
 
     eager = everything(n, key, x)
     jitted = jax.jit(everything)(n, key, x)

@@ -51,7 +51,7 @@ from svtjax._core import Draws
 from svtjax.accounting import PureDP, Unproven
 from svtjax.mechanisms.selection import EMPeeling, ReportNoisyMax
 from svtjax.noise import Exponential, Gumbel, Laplace
-from tests.test_distribution import ALPHA, chi_square, noncentrality
+from tests.test_distribution import ALPHA, _count_rows, chi_square, noncentrality
 
 sim = importlib.import_module("svtjax.simulate")
 
@@ -375,9 +375,11 @@ def test_quadrature_against_closed_forms():
         assert abs(sum(law3.values()) - 1) < 1e-5
         law1 = topk_law(q, 1.5, family, 1)
         for i in range(q.size):
-            def f(x, i=i):
-                others = np.prod([dist.cdf(x, loc=q[j], scale=1.5) for j in range(5) if j != i])
-                return dist.pdf(x, loc=q[i], scale=1.5) * others
+            rest = np.delete(q, i)  # the other items' locations: one cdf call per point
+
+            def f(x, i=i, rest=rest):
+                return dist.pdf(x, loc=q[i], scale=1.5) * np.prod(dist.cdf(x, loc=rest,
+                                                                           scale=1.5))
             start = q[i] if family == "exponential" else -np.inf
             edges = [start, *sorted(v for v in set(q) if v > start), np.inf]
             want1 = sum(integrate.quad(f, a, c, epsabs=1e-14, epsrel=1e-12, limit=200)[0]
@@ -418,8 +420,7 @@ DIST_CASES = [
 def _pick_counts(mech, q, seed) -> dict:
     out = svtjax.simulate(mech, np.asarray(q, np.float64), 0.0, trials=TRIALS, seed=seed)
     assert np.all(np.asarray(out.answers) == 1)
-    rows, counts = np.unique(np.asarray(out.items, np.int64), axis=0, return_counts=True)
-    return {tuple(int(v) for v in r): int(c) for r, c in zip(rows, counts)}
+    return _count_rows(out.items)
 
 
 @pytest.mark.parametrize("case", DIST_CASES, ids=[c[0] for c in DIST_CASES])
