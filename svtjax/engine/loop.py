@@ -171,7 +171,8 @@ def _block_body(run: Run, get_draws: Callable, q_pad: Array, t_pad: Array) -> Ca
 
     def body(g, rows, work):
         fy, src, offsets = work
-        k, j = g // lay.npb, g % lay.npb
+        # one pass: block g is block j = g of pass 0 (no division left for XLA to compile)
+        k, j = (0, g) if lay.passes == 1 else (g // lay.npb, g % lay.npb)
         blk = get_draws(src, k, j)
         items = None
         if fy is not None:
@@ -183,8 +184,10 @@ def _block_body(run: Run, get_draws: Callable, q_pad: Array, t_pad: Array) -> Ca
         )(rows, noise, items, offsets)
         nxt = g + 1
         done = jax.vmap(mech.halted)(rows.state) | (nxt >= total)
-        if cap is not None:
-            done = done | ((nxt // lay.npb) * lay.n + (nxt % lay.npb) * lay.width >= cap)
+        if cap is not None:  # the next block's first position (one pass: nxt · width)
+            first = (nxt * lay.width if lay.passes == 1 else
+                     (nxt // lay.npb) * lay.n + (nxt % lay.npb) * lay.width)
+            done = done | (first >= cap)
         return rows._replace(done=rows.done | done), (fy, src, offsets)
 
     return body
