@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -75,11 +76,16 @@ def summary(values: ArrayLike, confidence: float = 0.95, *, axis: int = 0,
         q = float(scipy.stats.t.ppf(p, num - 1)) if num > 1 else math.nan
     else:
         q = float(scipy.stats.norm.ppf(p))
-    mean, std, sem, lower, upper = _summary(values, axis, q)
+    mean, std, sem, lower, upper = _summary(values, axis, jnp.asarray(q, values.dtype))
     return Summary(mean, std, sem, lower, upper, num)
 
 
-def _summary(values: Array, axis: int, q: float) -> tuple[Array, ...]:
+@functools.partial(jax.jit, static_argnums=1)
+def _summary(values: Array, axis: int, q: Array) -> tuple[Array, ...]:
+    """The summary's arrays, one compiled program per shape, dtype and axis (op by op, each of
+    its operations was a program of its own); ``q``, the quantile, is an argument (in the
+    values' dtype, as a Python float would be rounded), so every confidence level and trial
+    count of a shape shares the program."""
     num = values.shape[axis]
     mean = jnp.mean(values, axis=axis)
     std = jnp.std(values, axis=axis, ddof=1) if num > 1 else jnp.full_like(mean, jnp.nan)

@@ -164,6 +164,12 @@ def _from_counts(k: _Counts, c: Array) -> dict[str, Array]:
     }
 
 
+_metrics_of_counts = jax.jit(_from_counts)
+""":func:`_from_counts` as one program (called outside ``jit``, each of its operations was a
+program of its own per batch shape); inside an outer ``jit`` it is inlined, with the same numbers
+(every division is correctly rounded whatever program it is in, :func:`_divide`)."""
+
+
 @jax.jit
 def _evaluate(selected: Array, scores: Array, c: Array) -> dict[str, Array]:
     """Every metric from one pass; under an outer ``jit`` the unused ones are dead code."""
@@ -310,7 +316,7 @@ def evaluate_outcome(outcome, scores: ArrayLike, c: Any, *, max_c: Optional[int]
     counts, evaluated = _outcome_counts(answers, items, scores, c, k=k,
                                         n_items=scores.shape[0],
                                         single_pass=length == scores.shape[0])
-    out = _from_counts(counts, c)
+    out = _metrics_of_counts(counts, c)
     out = {name: v.reshape(batch) for name, v in out.items()}
     out["picks"] = counts.size.reshape(batch)
     out["evaluated"] = evaluated.reshape(batch)

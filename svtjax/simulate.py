@@ -148,10 +148,15 @@ def simulate(mech: Mechanism, queries, thresholds, *, trials: int, seed: int = 0
             total = out if total is None else jax.tree_util.tree_map(jnp.add, total, out)
     if reduce is not None:
         return total
-    if len(pieces) == 1:
-        if plan.chunk == trials:  # no padding: skip a slice per field
-            return pieces[0]
-        return jax.tree_util.tree_map(lambda x: x[:trials], pieces[0])
+    if len(pieces) == 1 and plan.chunk == trials:  # no padding: nothing to join or cut
+        return pieces[0]
+    return _joined(trials, tuple(pieces))
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _joined(trials: int, pieces: tuple) -> Any:
+    """The chunks' Outcomes joined along the trial axis, cut to ``trials``: one program per
+    run shape (op by op, every field's join and cut was a program of its own)."""
     return jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs)[:trials], *pieces)
 
 
