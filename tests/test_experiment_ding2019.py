@@ -239,6 +239,25 @@ def test_traced_estimators_equal_the_reference():
     np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-9)
 
 
+def test_first_tops_are_the_nonzero_positions():
+    """The selected queries' positions (``_first_tops``, one ``top_k`` inside the chunk) are
+    ``jnp.nonzero(row, size=k, fill_value=L)`` per run: the first k ⊤ in stream order, L
+    where a run has fewer (runs from no ⊤ to all ⊤)."""
+    import jax
+    import numpy as np
+
+    from experiments._ding_metrics import _first_tops
+
+    length, k = 40, 8
+    top = np.random.default_rng(3).random((60, length)) < np.linspace(0.0, 1.0, 60)[:, None]
+    want = [np.concatenate([np.flatnonzero(row)[:k], np.full(max(0, k - row.sum()), length)])
+            for row in top]
+    got = np.asarray(jax.jit(_first_tops, static_argnums=1)(top, k))
+    assert np.array_equal(got, np.array(want))
+    assert (got[0] == length).all() and (got[-1] == np.arange(k)).all()  # none; all ⊤
+    assert ((got == length).any(axis=1) & (got < length).any(axis=1)).any()  # some
+
+
 def test_ratio_standard_error_from_moments():
     """The delta-method SE from the engine's moments (Cov from Var(b − a)) equals the one from
     the per-run arrays."""
