@@ -32,6 +32,7 @@ PERFECT = _values(1, 1, 1, 1, 1)
 EMPTY = _values(0, 0, 0, 0, 0)
 S5 = [10, 8, 6, 4, 2]  # top-3 = {0, 1, 2}, support 24, NCR weights 3, 2, 1 (ideal 6)
 TIE = [5, 3, 3, 3, 1]  # c = 2: item 0 plus one of {1, 2, 3}; support 8; relevance 2, 1, 1, 1, 0
+TIE2 = [4, 4, 2, 1, 0]  # items 0, 1 tied at the top
 
 # (id, scores, c, selected, expected values)
 HAND = [
@@ -45,7 +46,7 @@ HAND = [
     ("duplicate", S5, 3, [0, 0, 1], _values(1, 2 / 3, 4 / 5, 18 / 24, 5 / 6)),
     ("duplicate-then-more", S5, 3, [0, 0, 3, 1, 2], _values(2 / 3, 2 / 3, 2 / 3, 22 / 24, 5 / 6)),
     ("c=1", S5, 1, [0, 4], PERFECT),
-    ("c=n", [3, 1, 2], 3, [1, -1, -1], _values(1, 1 / 3, 1 / 2, 1 / 6, 1 / 6)),
+    ("c=n", [3, 1, 2, 5, 4], 5, [1, -1, -1], _values(1, 1 / 5, 1 / 3, 1 / 15, 1 / 15)),
     # ties at the c-th score: any tied item completes the top-c ...
     ("tie-boundary-a", TIE, 2, [0, 2], PERFECT),
     ("tie-boundary-b", TIE, 2, [3, 0], PERFECT),
@@ -54,17 +55,20 @@ HAND = [
     ("tie-boundary-vs-below", TIE, 2, [1, 4], _values(1 / 2, 1 / 2, 1 / 2, 4 / 8, 1 / 3)),
     ("tie-boundary-short", TIE, 2, [2, -1], _values(1, 1 / 2, 2 / 3, 3 / 8, 1 / 3)),
     # a tie inside the top-c shares the mid-rank relevance: (3 + 2) / 2 each
-    ("tie-inside", [4, 4, 2, 1], 3, [1, 3, -1], _values(1 / 2, 1 / 3, 2 / 5, 5 / 10, 2.5 / 6)),
-    ("tie-inside-perfect", [4, 4, 2, 1], 3, [2, 1, 0], PERFECT),
+    ("tie-inside", TIE2, 3, [1, 3, -1], _values(1 / 2, 1 / 3, 2 / 5, 5 / 10, 2.5 / 6)),
+    ("tie-inside-perfect", TIE2, 3, [2, 1, 0], PERFECT),
     # the tie group spans position c exactly: both items fill the two slots
-    ("tie-spans-c", [4, 4, 2, 1], 2, [1, 2], _values(1 / 2, 1 / 2, 1 / 2, 6 / 8, 1.5 / 3)),
-    ("all-tied", [2, 2, 2, 2], 2, [3, 1, -1], PERFECT),
-    ("all-tied-extra", [2, 2, 2, 2], 2, [0, 1, 2], PERFECT),
-    ("all-tied-short", [2, 2, 2, 2], 2, [2, -1, -1], _values(1, 1 / 2, 2 / 3, 1 / 2, 1 / 2)),
+    ("tie-spans-c", TIE2, 2, [1, 2], _values(1 / 2, 1 / 2, 1 / 2, 6 / 8, 1.5 / 3)),
+    ("all-tied", [2, 2, 2, 2, 2], 2, [3, 1, -1], PERFECT),
+    ("all-tied-extra", [2, 2, 2, 2, 2], 2, [0, 1, 2], PERFECT),
+    ("all-tied-short", [2, 2, 2, 2, 2], 2, [2, -1, -1], _values(1, 1 / 2, 2 / 3, 1 / 2, 1 / 2)),
 ]
 
 
-WIDTH = 6  # extra -1 padding changes nothing; one width keeps the compile count low
+# One shape for every hand case (n = 5 scores, WIDTH picks; extra -1 padding changes nothing):
+# one compiled program per scores dtype. WIDTH is the longest selection above.
+WIDTH = 5
+assert all(len(h[1]) == 5 and len(h[3]) <= WIDTH for h in HAND)
 
 
 @pytest.mark.parametrize("case", HAND, ids=[h[0] for h in HAND])
@@ -84,10 +88,19 @@ def test_hand_computed(case):
 
 
 def test_width_below_c():
-    # k = 1 < c = 3: the answer can hold at most one pick
-    got = M.evaluate(np.asarray([[1], [4], [-1]], np.int32), np.asarray(S5, float), 3)
-    np.testing.assert_allclose(np.asarray(got["recall"]), [1 / 3, 0, 0])
-    np.testing.assert_allclose(np.asarray(got["ser"]), [2 / 3, 22 / 24, 1])
+    """k = 4 < c = 5: the answer holds at most four picks. The rows are those of
+    test_random_against_brute_force[7-4] (40 rows of 4 picks, n = 7: its program), padded with
+    rows of no pick."""
+    scores = np.asarray([12, 10, 8, 6, 4, 2, 1], float)  # top-5 = {0, ..., 4}, support 40
+    sel = np.full((40, 4), -1, np.int32)
+    sel[0, :2] = [1, 6]
+    sel[1] = [0, 1, 2, 3]
+    got = M.evaluate(sel, scores, 5)
+    rest = np.zeros(37)
+    np.testing.assert_allclose(np.asarray(got["recall"]), [1 / 5, 4 / 5, 0, *rest])
+    np.testing.assert_allclose(np.asarray(got["precision"]), [1 / 2, 1, 0, *rest])
+    np.testing.assert_allclose(np.asarray(got["ser"]), [29 / 40, 1 / 10, 1, *(rest + 1)])
+    np.testing.assert_allclose(np.asarray(got["ncr"]), [4 / 15, 14 / 15, 0, *rest])
 
 
 def test_named_functions_match_registry():
@@ -218,13 +231,14 @@ def test_random_against_loop_reference(n, k):
 
 
 def test_repeat_detection_paths_agree():
-    """Both repeat detectors (jitted, as the metrics run them: one program per path and width)
-    flag exactly the entries seen earlier in their row."""
+    """Both repeat detectors (jitted, as the metrics run them; every width in one program) flag
+    exactly the entries seen earlier in their row."""
     rng = np.random.default_rng(8)
-    both = jax.jit(lambda key: (AS.repeat_pairwise(key), AS.repeat_sorted(key)))
-    for k in (5, 40, AS.PAIRWISE_MAX_K + 3):
-        key = rng.integers(-1, k // 2 + 1, (50, k)).astype(np.int32)
-        pairwise, by_sort = both(key)
+    keys = [rng.integers(-1, k // 2 + 1, (50, k)).astype(np.int32)
+            for k in (5, 40, AS.PAIRWISE_MAX_K + 3)]
+    both = jax.jit(lambda keys: [(AS.repeat_pairwise(key), AS.repeat_sorted(key))
+                                 for key in keys])
+    for key, (pairwise, by_sort) in zip(keys, jax.device_get(both(keys))):
         np.testing.assert_array_equal(np.asarray(pairwise), np.asarray(by_sort))
         first = [[v in row[:j] for j, v in enumerate(row)] for row in key.tolist()]
         np.testing.assert_array_equal(np.asarray(pairwise), np.asarray(first))
@@ -257,21 +271,25 @@ def test_loop_reference_agrees_with_brute_force():
 
 @pytest.mark.parametrize("name", NAMES)
 def test_two_leading_axes(name):
-    # the flat rows are the shape of test_random_against_loop_reference[60-20] (its program)
+    """[4, 10, k] selections: the same numbers as the 40 rows flat and row by row. The flat rows
+    have the shape of test_random_against_brute_force[5-5] and a row that of test_hand_computed
+    (n = 5 float64 scores; their programs)."""
     rng = np.random.default_rng(3)
-    scores = rng.integers(0, 6, 60).astype(np.float64) + 1
-    sel = _random_selected(rng, 60, 20, 8, trials=60).reshape(6, 10, 20)
+    scores = rng.integers(0, 6, 5).astype(np.float64) + 1
+    sel = _random_selected(rng, 5, WIDTH, 3, trials=40).reshape(4, 10, WIDTH)
     fn = M.METRICS[name]
-    got = fn(sel, scores, 8)
-    assert got.shape == (6, 10)
-    flat = fn(sel.reshape(60, 20), scores, 8)
-    rows = np.array([float(fn(row, scores, 8)) for row in sel.reshape(60, 20)])
-    np.testing.assert_array_equal(np.asarray(got).reshape(60), np.asarray(flat))
+    got = fn(sel, scores, 3)
+    assert got.shape == (4, 10)
+    flat = fn(sel.reshape(40, WIDTH), scores, 3)
+    rows = np.array([float(fn(row, scores, 3)) for row in sel.reshape(40, WIDTH)])
+    np.testing.assert_array_equal(np.asarray(got).reshape(40), np.asarray(flat))
     np.testing.assert_allclose(np.asarray(flat), rows, rtol=0, atol=1e-15)
 
 
 def test_jit_and_no_retrace_across_c():
-    # the eager metrics on the shape of test_random_against_loop_reference[12-6] (its program)
+    """Under jit with a traced c (an int32 array for ``evaluate``, a Python int for ``ser``):
+    one trace for every c, the eager numbers. Both in one program; the eager metrics on the
+    shape of test_random_against_loop_reference[12-6] (its program)."""
     rng = np.random.default_rng(4)
     scores = rng.integers(0, 5, 12).astype(np.float64) + 1
     sel = _random_selected(rng, 12, 6, 10, trials=60)
@@ -279,17 +297,12 @@ def test_jit_and_no_retrace_across_c():
 
     @jax.jit
     @chex.assert_max_traces(n=1)
-    def every(sel, scores, c):
-        return M.evaluate(sel, scores, c)
-
-    @jax.jit
-    @chex.assert_max_traces(n=1)
-    def one(sel, scores, c):
-        return M.ser(sel, scores, c)
+    def every_and_one(sel, scores, c, c_int):
+        return M.evaluate(sel, scores, c), M.ser(sel, scores, c_int)
 
     for c in (1, 4, 10):
-        got = every(sel, scores, jnp.asarray(c, jnp.int32))
-        np.testing.assert_array_equal(np.asarray(one(sel, scores, c)), np.asarray(got["ser"]))
+        got, one = every_and_one(sel, scores, np.int32(c), c)
+        np.testing.assert_array_equal(np.asarray(one), np.asarray(got["ser"]))
         for name in NAMES:
             want = M.METRICS[name](sel, scores, c)
             np.testing.assert_allclose(np.asarray(got[name]), np.asarray(want), rtol=0,
@@ -302,12 +315,13 @@ def test_vmap_over_c_and_scores():
     rng = np.random.default_rng(5)
     scores = rng.integers(1, 5, (3, 9)).astype(np.float64)
     sel = _random_selected(rng, 9, 4, 4, trials=7)
-    cs = jnp.asarray([1, 2, 4], jnp.int32)
-    got = jax.jit(jax.vmap(lambda s, c: M.ncr(sel, s, c)))(jnp.asarray(scores), cs)
+    cs = np.asarray([1, 2, 4], np.int32)  # host arrays: no eager programs
+    got = jax.jit(jax.vmap(lambda s, c: M.ncr(sel, s, c)))(scores, cs)
     assert got.shape == (3, 7)
+    got = np.asarray(got)
     for j in range(3):
         want = [loop_reference(row.tolist(), scores[j], int(cs[j]))["ncr"] for row in sel]
-        np.testing.assert_allclose(np.asarray(got[j]), want, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(got[j], want, rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -330,12 +344,14 @@ def test_with_svtjax_selected():
     )
     sel = np.asarray(svtjax.selected(outcome, 3))
     np.testing.assert_array_equal(sel, [[0, 2, -1], [-1, -1, -1]])
-    # two rows more, of no pick: test_summary_of_a_metric_and_edge_cases's shape (its program)
-    sel = np.concatenate([sel, np.full((2, 3), -1, np.int32)])
-    np.testing.assert_allclose(np.asarray(M.f1(sel, np.asarray(S5, float), 3)),
-                               [4 / 5, 0.0, 0.0, 0.0])
-    np.testing.assert_allclose(np.asarray(M.ser(sel, np.asarray(S5, float), 3)),
-                               [1 / 3, 1.0, 1.0, 1.0])
+    # padded with picks and rows of none to test_random_against_brute_force[5-5]'s shape (its
+    # program)
+    rows = np.full((40, WIDTH), -1, np.int32)
+    rows[:2, :3] = sel
+    np.testing.assert_allclose(np.asarray(M.f1(rows, np.asarray(S5, float), 3)),
+                               [4 / 5, *np.zeros(39)])
+    np.testing.assert_allclose(np.asarray(M.ser(rows, np.asarray(S5, float), 3)),
+                               [1 / 3, *np.ones(39)])
 
 
 OUTCOME_RUNS = [  # (mechanism, parameters, shuffle): single-pass and retraversal streams
@@ -367,12 +383,12 @@ def test_evaluate_outcome_equals_evaluate_of_selected(name, params, shuffle):
     its ``evaluated`` is the prefix length of a single-pass stream (``svtjax.prefix_counts``)."""
     scores, out = _outcome_run(name, params, shuffle)
     c = params["c"]
-    want = M.evaluate(svtjax.selected(out, c), scores, c)
+    selected = np.asarray(svtjax.selected(out, c))  # host picks: checked on the host
+    want = M.evaluate(selected, scores, c)
     got = M.evaluate_outcome(out, scores, c)
     traced = jax.jit(lambda o, s, c: M.evaluate_outcome(o, s, c, max_c=7))(out, scores, c)
     assert np.asarray(got["picks"]).min() < c <= np.asarray(got["picks"]).max()
-    np.testing.assert_array_equal(np.asarray(got["picks"]),
-                                  np.sum(np.asarray(svtjax.selected(out, c)) >= 0, axis=-1))
+    np.testing.assert_array_equal(np.asarray(got["picks"]), np.sum(selected >= 0, axis=-1))
     for metric in NAMES:
         for result in (got, traced):
             np.testing.assert_allclose(np.asarray(result[metric]), np.asarray(want[metric]),
@@ -389,9 +405,10 @@ def test_fixed_order_block_loop_equals_the_compiled_loop(monkeypatch):
     """A compact (fixed-order) Outcome's metrics: the pure-JAX block loop (an accelerator, or
     ``SVTJAX_NATIVE=0``) and the picks of svtjax's compiled first-tops loop (a CPU) give the
     same numbers, and those of ``evaluate(selected(...))``. The run is the fixed-order run of
-    ``test_evaluate_outcome_equals_evaluate_of_selected`` (its programs are reused); the block
-    loop runs on all its trials but one, a shape of its own, so that it is traced anew, not taken
-    from the jit cache."""
+    ``test_evaluate_outcome_equals_evaluate_of_selected`` (its programs are reused). Which loop
+    runs is decided when the reducer is traced, so its jit cache is emptied before the block
+    loop runs on the same shape (traced anew, not taken from the cache) and again after it (so
+    that no later call gets the block loop from the cache)."""
     from svtjax import _native
 
     name, params, shuffle = OUTCOME_RUNS[0]
@@ -399,20 +416,27 @@ def test_fixed_order_block_loop_equals_the_compiled_loop(monkeypatch):
     scores, out = _outcome_run(name, params, shuffle)
     assert out.stored_items is None  # compact: items are the position mod n
     c = params["c"]
-    want = M.evaluate(svtjax.selected(out, c), scores, c)
+    want = M.evaluate(np.asarray(svtjax.selected(out, c)), scores, c)
     compiled = M.evaluate_outcome(out, scores, c)
-    monkeypatch.setattr(_native, "first_tops_target", lambda: None)
-    h = OUTCOME_TRIALS - 1
-    head = jax.tree_util.tree_map(lambda x: np.asarray(x)[:h], out)  # host slices: no programs
-    assert "while" in str(jax.make_jaxpr(lambda o: M.evaluate_outcome(o, scores, c))(head))
-    loop = M.evaluate_outcome(head, scores, c)
+    with monkeypatch.context() as patch:
+        patch.setattr(_native, "first_tops_target", lambda: None)
+        M._outcome_counts.clear_cache()
+        try:
+            jaxpr = str(jax.make_jaxpr(lambda o: M.evaluate_outcome(o, scores, c))(out))
+            assert "while" in jaxpr
+            loop = M.evaluate_outcome(out, scores, c)
+        finally:
+            M._outcome_counts.clear_cache()
+    if _native.first_tops_target() is not None:  # the compiled loop is back for later calls
+        assert "while" not in str(jax.make_jaxpr(lambda o: M.evaluate_outcome(o, scores,
+                                                                               c))(out))
     for metric in NAMES:
-        np.testing.assert_allclose(np.asarray(loop[metric]), np.asarray(compiled[metric])[:h],
+        np.testing.assert_allclose(np.asarray(loop[metric]), np.asarray(compiled[metric]),
                                    rtol=1e-13, atol=1e-15, err_msg=metric)
         np.testing.assert_allclose(np.asarray(compiled[metric]), np.asarray(want[metric]),
                                    rtol=1e-13, atol=1e-15, err_msg=metric)
     for key in ("picks", "evaluated"):
-        np.testing.assert_array_equal(np.asarray(loop[key]), np.asarray(compiled[key])[:h])
+        np.testing.assert_array_equal(np.asarray(loop[key]), np.asarray(compiled[key]))
 
 
 def test_evaluate_outcome_bad_c():
@@ -464,8 +488,10 @@ def test_bad_input(name):
 def test_support_metrics_need_positive_top_support(name):
     with pytest.raises(ValueError, match="must be positive"):
         M.METRICS[name](np.asarray([0]), np.asarray([0.0, 0.0, 0.0]), 2)
-    # the set metrics and NCR are defined for any real scores
-    assert float(M.ncr(np.asarray([1]), np.asarray([-1.0, -0.5, -3.0]), 1)) == 1.0
+    # the set metrics and NCR are defined for any real scores (test_hand_computed's shape: its
+    # program)
+    sel = np.asarray([1, -1, -1, -1, -1], np.int32)
+    assert float(M.ncr(sel, np.asarray([-1.0, -0.5, -3.0, -2.0, -4.0]), 1)) == 1.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -501,12 +527,14 @@ def test_summary_axis_and_hand_values():
 
 
 def test_summary_of_a_metric_and_edge_cases():
-    sel = np.asarray([[0, 1, 2], [0, 3, -1], [-1, -1, -1], [4, 2, 1]], np.int32)
-    s = M.summary(M.f1(sel, np.asarray(S5, float), 3))
+    # four rows, padded to test_random_against_brute_force[5-5]'s shape (its program)
+    sel = np.full((40, WIDTH), -1, np.int32)
+    sel[:4, :3] = [[0, 1, 2], [0, 3, -1], [-1, -1, -1], [4, 2, 1]]
+    s = M.summary(np.asarray(M.f1(sel, np.asarray(S5, float), 3))[:4])
     assert float(s.mean) == pytest.approx((1 + 0.4 + 0 + 2 / 3) / 4)
     one = M.summary(np.asarray([0.5]))
     assert float(one.mean) == 0.5 and math.isnan(float(one.std)) and math.isnan(float(one.upper))
-    jitted = jax.jit(lambda v: M.summary(v)[:5])(jnp.asarray([1.0, 2.0, 3.0]))
+    jitted = jax.jit(lambda v: M.summary(v)[:5])(np.asarray([1.0, 2.0, 3.0]))
     assert float(jitted[0]) == 2.0
     with pytest.raises(ValueError, match="confidence"):
         M.summary(np.ones(3), 1.0)

@@ -212,11 +212,13 @@ def test_fallback_alone_has_the_exact_law():
     sampler still has permute-and-flip's exact law (10^5 trials, chi-square)."""
     params = {"epsilon": 4.0, "k": 3, "sensitivity": 1.5}
     mech = svtjax.get("permute-and-flip", **params)
-    q = jax.numpy.asarray(Q5)
-    b = jax.numpy.asarray(mech.scale(), q.dtype)
+    q = np.asarray(Q5)  # host arrays, constants of the one program below
+    b = np.asarray(mech.scale(), q.dtype)
 
     @jax.jit
-    def run(keys):
+    def run(key):
+        keys = jax.random.split(key, TRIALS)  # in the program: no split program of its own
+
         def blocks_of(r, blk):
             return jax.vmap(lambda key, r, blk: peeled.block_variates(key, r, blk, q.dtype))(
                 keys, r, blk)
@@ -227,8 +229,7 @@ def test_fallback_alone_has_the_exact_law():
         return peeled.peel_batch(peeled.setup(q, b), b, 3, keys.shape[0], blocks_of,
                                  fallback_of, blocks=1)
 
-    keys = jax.random.split(jax.random.key(207), TRIALS)
-    items = np.asarray(run(keys))
+    items = np.asarray(run(jax.random.key(207)))
     rows, counts = np.unique(items, axis=0, return_counts=True)
     observed = {tuple(int(v) for v in r): int(c) for r, c in zip(rows, counts)}
     p, stat, df, report = chi_square(_quadrature_law("permute-and-flip", params), observed,
