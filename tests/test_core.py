@@ -2,12 +2,14 @@
 
 import importlib
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import svtjax
 from svtjax import Outcome
+from svtjax.mechanisms.base import bounded_uniform
 
 
 def test_public_surface_imports():
@@ -22,9 +24,11 @@ def test_public_surface_imports():
 
 
 def _outcome(answers, items):
-    answers = jnp.asarray(answers, jnp.int8)
-    return Outcome(answers, jnp.asarray(items, jnp.int32), jnp.full(answers.shape, jnp.nan),
-                   jnp.zeros(answers.shape))
+    """An Outcome of host arrays (built in numpy: no program per shape). The readers under test
+    take their fields through ``jnp.asarray``, as they take the engine's device arrays."""
+    answers = np.asarray(answers, np.int8)
+    return Outcome(answers, np.asarray(items, np.int32), np.full(answers.shape, np.nan),
+                   np.zeros(answers.shape))
 
 
 def test_selected_in_stream_order_padded():
@@ -44,11 +48,11 @@ def test_selected_batched():
 
 def test_outcome_types_from_simulate():
     # tests/test_simulate.py's run of test_trial_t_uses_fold_in_of_seed (svt-s with released
-    # values on its 130 Zipf scores at threshold 10, 7 trials, seed 11): the same compiled program
+    # values on its 130 Zipf scores at threshold 10, 17 trials, seed 11): the same compiled program
     mech = svtjax.get("svt-s", epsilon=0.7, c=3, eps3=0.2)
-    out = svtjax.simulate(mech, 100.0 / np.arange(1, 131), 10.0, trials=7, seed=11)
+    out = svtjax.simulate(mech, 100.0 / np.arange(1, 131), 10.0, trials=17, seed=11)
     assert out.answers.dtype == jnp.int8 and out.items.dtype == jnp.int32
-    assert out.answers.shape == out.items.shape == out.values.shape == out.cost.shape == (7, 130)
+    assert out.answers.shape == out.items.shape == out.values.shape == out.cost.shape == (17, 130)
     answered = np.asarray(out.answers) == 1
     assert answered.any() and not answered.all()
     assert np.all(np.isnan(np.asarray(out.values)[~answered]))
@@ -78,29 +82,45 @@ def test_prefix_counts_equal_totals_on_prefix_streams(length):
 
 
 def test_prefix_counts_of_simulated_svt_are_the_totals():
-    # The shapes (300 float64 queries, a scalar threshold; 37 trials in order, 512 shuffled)
-    # and the structure of tests/test_simulate.py's svt-s runs: the same compiled programs.
+    # The shapes (300 float64 queries, a scalar threshold, one chunk of 160 trials, in order and
+    # shuffled) and the structure (svt-s, c = 3) of the chunks whose kernels
+    # tests/test_rng.py::test_block_draws_are_hashed_once_per_block_on_cpu counts: the same
+    # compiled programs.
     mech = svtjax.get("svt-s", epsilon=0.5, c=3)
     q = np.random.default_rng(0).normal(0.0, 3.0, 300)
-    for shuffle, trials in ((False, 37), (True, 512)):
+    for shuffle, trials in ((False, 160), (True, 160)):
         out = svtjax.simulate(mech, q, 2.0, trials=trials, shuffle=shuffle)
         evaluated, tops = svtjax.prefix_counts(out)
         np.testing.assert_array_equal(evaluated, (np.asarray(out.answers) >= 0).sum(1))
         np.testing.assert_array_equal(tops, (np.asarray(out.answers) == 1).sum(1))
 
 
+BOUNDED_DRAWS = 300_000
+"""Spans per ``bounded_uniform`` call in both tests of it: one shape, one compiled program."""
+
+
+_BOUNDED_UNIFORM = jax.jit(bounded_uniform)
+"""``bounded_uniform`` jitted as the engine runs it; one wrapper, so one program per shape."""
+
+
 def _lemire_reference(key, span):
     """Lemire's multiply-and-reject in Python integers, from the words ``bounded_uniform``
-    reads: attempt 0 from ``key``, attempt r from ``fold_in(key, r)``."""
-    import jax
+    reads: attempt 0 from ``key``, attempt r from ``fold_in(key, r)`` (``jax.random``'s words,
+    both kinds of attempt in one compiled program)."""
+
+    @jax.jit
+    def words(key, attempt):
+        folded = jax.random.key_data(jax.random.fold_in(key, attempt))
+        k = jax.random.wrap_key_data(jnp.where(attempt == 0, jax.random.key_data(key), folded),
+                                     impl=jax.random.key_impl(key))
+        return jax.random.bits(k, (len(span),), jnp.uint32)
 
     span = [int(s) for s in span]
     value, pending, attempt = [None] * len(span), set(range(len(span))), 0
     while pending:
-        k = key if attempt == 0 else jax.random.fold_in(key, attempt)
-        words = np.asarray(jax.random.bits(k, (len(span),), jnp.uint32))
+        w = np.asarray(words(key, np.uint32(attempt))).tolist()
         for i in sorted(pending):
-            m = int(words[i]) * span[i]
+            m = w[i] * span[i]
             if m % 2**32 >= 2**32 % span[i]:
                 value[i] = m >> 32
                 pending.discard(i)
@@ -112,17 +132,16 @@ def test_bounded_uniform_is_lemires_method():
     """Fisher–Yates swap indices: the high word of X·span for 32-bit words X, rejecting X whose
     low word is below 2**32 mod span and retrying with the next word, checked against Python
     integers with spans up to 2**31 - 1. Spans just above 2**31 / 1.5 and 2**30 reject about a
-    third and a quarter of the words, so the retry path (several rounds) is exercised."""
-    import jax
-
-    from svtjax.mechanisms.base import bounded_uniform
+    third and a quarter of the words, so the retry path (several rounds) is exercised. (The
+    spans are padded with random ones to the shape of test_bounded_uniform_frequencies.)"""
 
     rng = np.random.default_rng(0)
     span = np.concatenate([[1, 2, 3, 2**31 - 1], rng.integers(1, 2**31, 2000),
                            np.full(300, 2**31 // 3 * 2 + 1), np.full(300, 2**30 + 1)])
+    span = np.concatenate([span, rng.integers(1, 2**31, BOUNDED_DRAWS - span.size)])
     span = span.astype(np.int32)
     key = jax.random.key(5)
-    got = np.asarray(jax.jit(bounded_uniform)(key, jnp.asarray(span)))  # as the engine runs it
+    got = np.asarray(_BOUNDED_UNIFORM(key, span))
     want, attempts = _lemire_reference(key, span)
     assert attempts >= 3  # rejected words were redrawn, some more than once
     np.testing.assert_array_equal(got, want)
@@ -142,14 +161,11 @@ def test_bounded_uniform_is_exactly_uniform_over_all_words():
 
 
 def test_bounded_uniform_frequencies():
-    import jax
     from scipy import stats
 
-    from svtjax.mechanisms.base import bounded_uniform
-
-    draw = jax.jit(bounded_uniform)  # one program for the three spans (as the engine runs it)
-    for span in (6, 7, 1000):
-        draws = np.asarray(draw(jax.random.key(span), jnp.full((300_000,), span, jnp.int32)))
+    for span in (6, 7, 1000):  # one program for the three spans and the test above
+        draws = np.asarray(_BOUNDED_UNIFORM(jax.random.key(span),
+                                            np.full(BOUNDED_DRAWS, span, np.int32)))
         counts = np.bincount(draws, minlength=span)
         assert counts.shape == (span,)
         assert stats.chisquare(counts).pvalue > 1e-5, span
@@ -160,7 +176,6 @@ def test_items_stored_only_where_evaluated():
     only where something was evaluated reads as int32 items with -1 elsewhere, through every
     accessor, a pytree round trip and ``_replace``; ``selected`` and the metrics read the
     stored items at ⊤ only."""
-    import jax
 
     answers = np.array([[1, 0, 1, -1, -1], [0, 1, -1, -1, -1]], np.int8)
     stored = np.array([[4, 2, 0, 3, 1], [1, 3, 0, 2, 4]], np.int16)  # past the halt: stale

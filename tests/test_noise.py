@@ -151,8 +151,10 @@ def test_logpdf_matches_scipy(cls, param, dist, scale):
 
 @pytest.mark.skipif(mpmath is None, reason="mpmath not installed")
 def test_laplace_logpdf_far_tail():
+    # Z_GRID's points (the shape of the other tests' eager calls: no program of its own), its
+    # ends moved further out
     scale = 0.7
-    x = np.array([-2000.0, -800.0, -745.0, 745.0, 800.0, 5000.0]) * scale
+    x = np.concatenate([[-2000.0], Z_GRID[1:-1], [5000.0]]) * scale
     got = np.asarray(noise.Laplace(scale).logpdf(jnp.asarray(x)))
     mpmath.mp.dps = 40
     want = [float(-abs(mpmath.mpf(v)) / mpmath.mpf(scale) - mpmath.log(2 * mpmath.mpf(scale)))
@@ -201,10 +203,12 @@ def test_batched_scale_broadcasts(cls, param, dist):
 
 @pytest.mark.parametrize("cls,param,dist", FAMILIES, ids=FAMILY_IDS)
 def test_jit_matches_eager(cls, param, dist):
-    """The eager calls and one jitted program agree. (The sample is N_KS variates in float64:
-    its eager draw is the program of the KS tests, compiled once.)"""
+    """The eager calls and one jitted program agree. (Their shapes are those of the other
+    tests' eager calls, so the eager calls here compile nothing of their own: the sample is
+    N_KS variates in float64, the KS tests' program, and the points, 25 on [-6, 6] the first 8
+    of them twice, are as many as Z_GRID's, the cdf/sf/logpdf tests'.)"""
     n = _make(cls, param, 1.9)
-    x = jnp.asarray(np.linspace(-6.0, 6.0, 25))
+    x = jnp.asarray(np.resize(np.linspace(-6.0, 6.0, 25), Z_GRID.size))
     key = jax.random.key(3)
 
     def everything(n, key, x):
@@ -233,9 +237,10 @@ def test_scale_is_traced_one_compile_and_vmappable(cls, param, dist):
     assert len(traces) == 1, (
         f"{cls.__name__}: the scale must be a traced leaf; traced {len(traces)} times")
 
-    # A stacked batch of noise objects vmaps (the scale is the pytree's only leaf).
+    # A stacked batch of noise objects vmaps (the scale is the pytree's only leaf); under jit,
+    # one program rather than an eager one per batched operation.
     stacked = _make(cls, param, jnp.asarray([0.5, 1.5, 3.0]))
-    out = jax.vmap(lambda n: n.sf(jnp.asarray(1.0)))(stacked)
+    out = jax.jit(jax.vmap(lambda n: n.sf(jnp.asarray(1.0))))(stacked)
     assert_close_or_underflow(out, dist(scale=np.array([0.5, 1.5, 3.0])).sf(1.0))
 
 

@@ -128,8 +128,9 @@ def _draw_components(mech) -> set:
 def _draw_representatives():
     """(every registered threshold mechanism, the ones compared number by number): the
     mechanisms whose class defines its own ``draw`` (whose numbers may depend on anything), then
-    registered mechanisms, the one adding most components first (registry order on ties), until
-    every component of every registered threshold mechanism's draw is among theirs."""
+    the fewest registered mechanisms whose components, with theirs, are every component of every
+    registered threshold mechanism's draw (each one compared adds its draw's kernels, in both
+    dtypes, to the compiled program), in registry order."""
     from svtjax.mechanisms.rules import ThresholdMechanism
     from tests.cases import CASES, build
 
@@ -138,11 +139,18 @@ def _draw_representatives():
     chosen = [(c, m) for c, m in mechs if type(m).draw is not ThresholdMechanism.draw]
     covered = set().union(set(), *(_draw_components(m) for _, m in chosen))
     need = set().union(*(_draw_components(m) for _, m in mechs))
-    while covered != need:
-        case, mech = max(mechs, key=lambda cm: len(_draw_components(cm[1]) - covered))
-        chosen.append((case, mech))
-        covered |= _draw_components(mech)
-    return mechs, chosen
+    parts = [_draw_components(m) for _, m in mechs]
+
+    def fewest(missing: frozenset) -> list:
+        """The fewest indices of ``mechs`` whose components hold ``missing`` (exact: branch on
+        the missing component that the fewest mechanisms hold, over those mechanisms)."""
+        if not missing:
+            return []
+        holders = min(([i for i, p in enumerate(parts) if c in p] for c in missing), key=len)
+        return min(([i] + fewest(missing - parts[i]) for i in holders), key=len)
+
+    picked = sorted(fewest(frozenset(need - covered)))
+    return mechs, chosen + [mechs[i] for i in picked]
 
 
 DRAW_DTYPES = {"float32": np.float32, "float64": np.float64}
@@ -157,27 +165,38 @@ def draws_and_definition():
     any representative takes times the blocks of a pass (a stream of fewer passes uses a prefix
     of them), and the swap partners ``stream_order(stream_key(key, "order"), n)``. The first
     representative draws with ``shuffle=True`` in each dtype (its partners are the same for every
-    mechanism and dtype), the others without."""
+    mechanism and dtype), the others without. The blocks of a family's streams are drawn
+    together, ``block_variates`` vmapped over the streams' keys (the same numbers, in fewer
+    kernels than one computation per stream), for the most passes any of them takes."""
     mechs, reps = _draw_representatives()
     keys = jax.random.split(jax.random.key(29), 4)
     n = 2 * BLOCK + 3  # several blocks, the last partial
     initial = {(name, type(noise)) for _, m in reps for name, noise in m.initial_streams().items()}
-    passes = {}
+    passes, names = {}, {}
     for _, m in reps:
         for name, noise in m.streams().items():
-            passes[name, type(noise)] = max(passes.get((name, type(noise)), 0), m.passes())
+            passes[type(noise)] = max(passes.get(type(noise), 0), m.passes())
+            names.setdefault(type(noise), set()).add(name)
+    names = {family: sorted(streams) for family, streams in names.items()}
     label = lambda name, family: f"{name}:{family.__name__}"  # noqa: E731
+
+    def blocks(key, family, dtype):
+        """[streams of ``family``, blocks, BLOCK]: its streams' blocks under ``key``."""
+        skeys = jnp.stack([stream_key(key, name) for name in names[family]])
+        return jax.vmap(lambda skey: jax.vmap(lambda b: block_variates(
+            skey, b, family.standard, dtype))(jnp.arange(passes[family] * num_blocks(n))))(skeys)
 
     @jax.jit
     def run(keys):
         got = {dt: [jax.vmap(lambda k, m=m, i=i: m.draw(k, n, shuffle=i == 0, dtype=dtype))(keys)
                     for i, (_, m) in enumerate(reps)] for dt, dtype in DRAW_DTYPES.items()}
-        doc = {dt: {label(name, fam): jax.vmap(lambda k, s=name, f=fam: f.standard(
-            stream_key(k, s), (), dtype))(keys) for name, fam in initial}
-            | {label(name, fam): jax.vmap(lambda k, s=name, f=fam, p=p: jax.vmap(
-                lambda b: block_variates(stream_key(k, s), b, f.standard, dtype))(
-                jnp.arange(p * num_blocks(n))))(keys) for (name, fam), p in passes.items()}
-            for dt, dtype in DRAW_DTYPES.items()}
+        doc = {}
+        for dt, dtype in DRAW_DTYPES.items():
+            doc[dt] = {label(name, fam): jax.vmap(lambda k, s=name, f=fam: f.standard(
+                stream_key(k, s), (), dtype))(keys) for name, fam in initial}
+            for fam in names:
+                drawn = jax.vmap(lambda k, f=fam: blocks(k, f, dtype))(keys)
+                doc[dt] |= {label(name, fam): drawn[:, i] for i, name in enumerate(names[fam])}
         order = jax.vmap(lambda k: stream_order(stream_key(k, "order"), n).astype(jnp.int32))(
             keys)
         return got, doc, order
@@ -285,9 +304,10 @@ def test_random_bits_and_fold_in_equal_jax_random():
 @pytest.mark.parametrize("impl", ["threefry2x32", "rbg"])
 def test_fold_in_keys_equals_jax_random_fold_in(impl):
     """``_rng.fold_in_keys`` (simulate's trial keys) gives ``jax.random.fold_in``'s keys, of the
-    same implementation: one key with many data, many keys with one datum, in and out of jit."""
+    same implementation: one key with many data, many keys with one datum, in and out of jit.
+    (As many keys as data: the two broadcast to one shape, whose eager programs they share.)"""
     root = jax.random.key(7, impl=impl)
-    keys = jax.random.split(root, 50)
+    keys = jax.random.split(root, 5)
     data = np.asarray([0, 1, 2, 77, 2**31 - 1], np.int32)
     wants = jax.jit(lambda root, keys: (  # jax.random's keys, in one program
         jax.vmap(lambda d: jax.random.fold_in(root, d))(data),
@@ -411,7 +431,7 @@ def test_block_draws_are_hashed_once_per_block_on_cpu(shuffle, n):
     from svtjax._loops import bucket_sizes
 
     mech = svtjax.get("svt-s", epsilon=1.0, c=3)
-    trials = 160
+    trials = 160  # the 300-item chunks: tests/test_core.py's simulated svt-s runs compile them too
     q = np.arange(float(n))
     compiled, _, copies = _compiled(mech, q, n / 2, trials, shuffle, None, once=True)
     inside, outside = _hash_fusions_by_scope(compiled.as_text())
