@@ -26,10 +26,10 @@ N = 130
 ZIPF = 100.0 / np.arange(1, N + 1)
 # The file's shapes, shared by most tests so that they share compiled programs: svt-s with
 # released values (the block form, a numeric answer per ⊤) on ZIPF (float64) at a scalar
-# threshold of 10; a run of ONE = 17 trials in one chunk is tests/test_bit_identity.py's program
-# (its stream length, trials and dtype, and the structure of its svt-s-eps3 and dpbook cases),
-# and runs of TRIALS = 130 trials go in chunks of 7 (never compacting, the last padded: 130 =
-# 18 x 7 + 4) or in one chunk of 256 (compacting at 256/32, mostly padding).
+# threshold of 10; a chunk of ONE = 17 trials is tests/test_bit_identity.py's program (its
+# stream length, trials and dtype, and the structure of its svt-s-eps3 and dpbook cases), and
+# runs of TRIALS = 130 trials go in chunks of 17 (never compacting, the last padded: 130 =
+# 7 x 17 + 11) or in one chunk of 256 (compacting at 256/32, mostly padding).
 CANON = dict(epsilon=1.0, c=4, eps3=0.2)
 ONE = 17
 TRIALS = 130
@@ -46,17 +46,18 @@ def _assert_same(a, b):
     ("dpbook", dict(epsilon=1.0, c=3)),  # no block form: the per-position scan
 ])
 def test_chunk_size_does_not_change_outcomes(name, params):
-    """Chunks change no Outcome, in a fixed order and shuffled: 130 trials in chunks of 7 (which
-    never compact; the last is padded, 130 = 18 x 7 + 4) and in one chunk of 256, larger than
-    the run, which compacts (levels 256/32, svtjax._loops.bucket_sizes) and is mostly padding,
-    and the first 17 trials run alone in one chunk of 17 (tests/test_bit_identity.py's
-    program). (svt-s's shuffled chunk of 256 is the program of the trial-group tests.)"""
+    """Chunks change no Outcome, in a fixed order and shuffled: 130 trials in chunks of 17 (which
+    never compact, svtjax._loops.bucket_sizes; the last is padded, 130 = 7 x 17 + 11) and in
+    one chunk of 256, larger than the run, which compacts (levels 256/32) and is mostly
+    padding; and the first 17 trials run alone (in one chunk of 17, the same program) are the
+    first chunk's. The chunk of 17 is tests/test_bit_identity.py's program, the chunk of 256
+    svt-s's that of the trial-group tests (shuffled) and of the compaction-factor test."""
     mech = svtjax.get(name, **params)
     for shuffle in (False, True):
         run = functools.partial(svtjax.simulate, mech, ZIPF, 10.0, seed=3, shuffle=shuffle)
-        sevens, whole = run(trials=TRIALS, chunk_size=7), run(trials=TRIALS, chunk_size=BIG)
+        small, whole = run(trials=TRIALS, chunk_size=ONE), run(trials=TRIALS, chunk_size=BIG)
         assert whole.answers.shape == (TRIALS, N)
-        _assert_same(sevens, whole)
+        _assert_same(small, whole)
         alone = run(trials=ONE)
         assert alone.answers.shape == (ONE, N)
         _assert_same(alone, jax.tree_util.tree_map(lambda x: np.asarray(x)[:ONE], whole))
@@ -66,10 +67,10 @@ def test_the_compaction_factor_changes_no_number(monkeypatch):
     """The engine's compaction factor (``svtjax.engine.COMPACTION``, per platform) reaches the
     trace of ``simulate``'s chunk (in its plan, the one static argument: each factor its own
     program) and changes no number, in a fixed order and shuffled: 130 trials in the file's
-    chunk of 256 compact as 256/32 at the CPU's factor 8, and their first 65 trials, run alone,
-    as 65/33/17 at 2 (each trial's numbers depend on its index only:
-    test_trial_t_uses_fold_in_of_seed). (A run that never compacts gives the same numbers too:
-    test_chunk_size_does_not_change_outcomes's chunks of 7 and of 17.)"""
+    chunk of 256 compact as 256/32 at the CPU's factor 8, and their first 33 trials, run alone,
+    as 33/17 at 2 (at 8 a chunk of 33 would not compact; each trial's numbers depend on its
+    index only: test_trial_t_uses_fold_in_of_seed). (A run that never compacts gives the same
+    numbers too: test_chunk_size_does_not_change_outcomes's chunks of 17.)"""
     from svtjax import _loops
     from svtjax import engine as _engine
 
@@ -86,23 +87,23 @@ def test_the_compaction_factor_changes_no_number(monkeypatch):
         monkeypatch.setitem(_engine.COMPACTION, "cpu", 2)
         assert _engine.compaction_factor() == 2
         seen.clear()
-        head = jax.tree_util.tree_map(lambda x: np.asarray(x)[:65], base)
-        _assert_same(head, svtjax.simulate(mech, ZIPF, 10.0, trials=65, seed=3,
+        head = jax.tree_util.tree_map(lambda x: np.asarray(x)[:33], base)
+        _assert_same(head, svtjax.simulate(mech, ZIPF, 10.0, trials=33, seed=3,
                                            shuffle=shuffle))
-        assert (65, 2) in seen
+        assert (33, 2) in seen and sizes(33, 2) == [33, 17] and sizes(33, default) == [33]
     with pytest.raises(ValueError, match="integer >= 2"):
         dataclasses.replace(_engine.resolve(), compaction=1)
 
 
 def test_trial_t_uses_fold_in_of_seed():
-    # 7 trials: the chunk of 7 of test_chunk_size_does_not_change_outcomes; the one-trial call is
-    # test_vmap_over_a_stacked_batch_of_mechanisms's
+    # 17 trials: the chunk of 17 of test_chunk_size_does_not_change_outcomes; the one-trial call
+    # is test_vmap_over_a_stacked_batch_of_mechanisms's
     mech = svtjax.get("svt-s", epsilon=0.7, c=3, eps3=0.2)
-    out = svtjax.simulate(mech, ZIPF, 10.0, trials=7, seed=11)
-    for t in (0, 6):
+    out = svtjax.simulate(mech, ZIPF, 10.0, trials=ONE, seed=11)
+    for t in (0, ONE - 1):
         one = mech(jax.random.fold_in(jax.random.key(11), t), ZIPF, 10.0)
         _assert_same(jax.tree_util.tree_map(lambda x: np.asarray(x)[t], out), one)
-    other = svtjax.simulate(mech, ZIPF, 10.0, trials=7, seed=12)
+    other = svtjax.simulate(mech, ZIPF, 10.0, trials=ONE, seed=12)
     assert not np.array_equal(np.asarray(out.answers), np.asarray(other.answers))
 
 
@@ -171,19 +172,27 @@ def _counts(out):
 
 
 def test_reduce_sums_per_trial_values_inside_chunks():
-    """200 trials in one chunk of 256 (56 of them padding, masked) and in chunks of 7 (the last
-    padded: 203 = 29 x 7), in random orders (the reducer sees Outcomes, whatever their order):
-    the Outcomes and the sums of the chunk of 256 are the programs of
-    test_shuffled_trial_groups_change_no_number. At c = 40 the trials' ⊤ counts differ (some
-    trials reach the end of the stream), so the squares' sum is not the square of a sum."""
+    """300 trials in chunks of 256, in random orders (the reducer sees Outcomes, whatever their
+    order): the reduced run's sums over its two chunks (the second holds 44 trials and 212 of
+    padding, masked) are the sums of the 300 trials' Outcomes (the same chunks' Outcomes). The
+    programs of the chunk of 256, Outcomes and sums, are those of
+    test_shuffled_trial_groups_change_no_number, whose 200 trials in one chunk of 256 check a
+    run of one chunk. At c = 40 the trials' ⊤ counts differ (some trials reach the end of the
+    stream), so the squares' sum is not the square of a sum."""
     mech = svtjax.get("svt-s", epsilon=1.0, c=40, eps3=0.2)
-    run = functools.partial(svtjax.simulate, mech, ZIPF, 10.0, trials=200, seed=1, shuffle=True)
-    answers = np.asarray(run(trials=BIG, chunk_size=BIG).answers)[:200]
+    q, t = mech._prepare(ZIPF, 10.0)
+    plan = _driver.plan(mech, N, 300, shuffle=True, itemsize=8, chunk_size=BIG)
+    # the chunks' Outcomes (the chunk loop of simulate, without joining them: each join is a
+    # small program of its own), padding dropped
+    answers = np.concatenate([np.asarray(out.answers)[:300 - start] for start, out in
+                              _driver.chunks(plan, mech, q, t, simulate_module.seed_key(1), 300)])
+    assert answers.shape == (300, N)
     tops = np.sum(answers == 1, axis=1)
     want = [np.sum(answers >= 0), tops.sum(), (tops ** 2).sum()]
-    assert len(set(tops)) > 1  # trials differ
-    for chunk in (BIG, 7):
-        np.testing.assert_array_equal(np.asarray(run(chunk_size=chunk, reduce=_counts)), want)
+    assert len(set(tops)) > 1 and len(set(tops[256:])) > 1  # trials differ, in both chunks
+    sums = svtjax.simulate(mech, ZIPF, 10.0, trials=300, seed=1, shuffle=True, chunk_size=BIG,
+                           reduce=_counts)
+    np.testing.assert_array_equal(np.asarray(sums), want)
 
 
 def test_shuffled_trial_groups_change_no_number(monkeypatch):
@@ -269,9 +278,10 @@ def test_shuffle_groups_are_equal_cache_sized_small_trials_and_cpu_only(monkeypa
 
 def test_shuffled_outcomes_in_groups_are_the_ungrouped_outcomes(monkeypatch):
     """A chunk returning full Outcomes (no ``reduce``) run in groups gives every trial the
-    Outcome it gets ungrouped, field by field, through ``run_chunk`` (4 groups) and
-    ``simulate`` (2). The ungrouped chunk of 256 is test_chunk_size_does_not_change_outcomes's
-    program."""
+    Outcome it gets ungrouped, field by field, through ``run_chunk`` and ``simulate``, in 2
+    groups of the 128-trial minimum (one program for both; more groups than two:
+    test_shuffled_trial_groups_change_no_number's 4). The ungrouped chunk of 256 is
+    test_chunk_size_does_not_change_outcomes's program."""
     mech = svtjax.get("svt-s", **CANON)
     ungrouped = svtjax.simulate(mech, ZIPF, 10.0, trials=256, seed=12, shuffle=True)
     answers = np.asarray(ungrouped.answers)
@@ -280,10 +290,10 @@ def test_shuffled_outcomes_in_groups_are_the_ungrouped_outcomes(monkeypatch):
     plan = _driver.plan(mech, N, 256, shuffle=True)
     assert (plan.chunk, plan.groups) == (256, 1)
     q, t = mech._prepare(ZIPF, 10.0)
-    four = _driver.run_chunk(mech, q, t, simulate_module.seed_key(12), 0, 256,
-                             plan=dataclasses.replace(plan, groups=4))
+    two = _driver.run_chunk(mech, q, t, simulate_module.seed_key(12), 0, 256, None, None,
+                            plan=dataclasses.replace(plan, groups=2))
     # field by field (a stored items array past a trial's halt is not part of the Outcome)
-    _assert_same(ungrouped, four)
+    _assert_same(ungrouped, two)
     monkeypatch.setattr(_driver, "SHUFFLE_GROUP_BYTES", 1)
     assert _driver.shuffle_groups(mech, N, 256) == 2
     _assert_same(ungrouped, svtjax.simulate(mech, ZIPF, 10.0, trials=256, seed=12,

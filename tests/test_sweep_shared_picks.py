@@ -20,17 +20,30 @@ def _config(metrics=("ser", "ncr", "f1", "picks")):
     }
 
 
+CASES = [(monotonic, c) for monotonic in (True, False) for c in (1, 4, 9)]
+
+
+def _mech(monotonic, c):
+    return svtjax.get("em-peeling", epsilon=0.7, c=c, monotonic=monotonic)
+
+
+@jax.jit
+def _items(keys, q):
+    """Every case's c-peeling and shared 12-pick batches, in one program (run eagerly, each
+    of their operations would be a program of its own)."""
+    return [(_mech(m, c).run_batch(keys, q, jnp.zeros(N), shuffle=True).items,
+             picks.shared(_mech(m, c), 12).run_batch(keys, q, jnp.zeros(N), shuffle=True).items)
+            for m, c in CASES]
+
+
 def test_first_c_picks_are_em_peelings_bit_for_bit():
-    q = jnp.asarray(svtjax.datasets.load("zipf", n=N).scores, jnp.float32)
+    q = np.asarray(svtjax.datasets.load("zipf", n=N).scores, np.float32)
     keys = jax.random.split(jax.random.PRNGKey(11), 64)
-    for monotonic in (True, False):
-        for c in (1, 4, 9):
-            mech = svtjax.get("em-peeling", epsilon=0.7, c=c, monotonic=monotonic)
-            want = mech.run_batch(keys, q, jnp.zeros(N), shuffle=True)
-            got = picks.shared(mech, 12).run_batch(keys, q, jnp.zeros(N), shuffle=True)
-            assert got.items.shape == (64, 12)
-            np.testing.assert_array_equal(np.asarray(got.items)[:, :c], np.asarray(want.items))
-            assert float(picks.shared(mech, 12).scale()) == float(mech.scale())
+    for (monotonic, c), (want, got) in zip(CASES, _items(keys, q)):
+        mech = _mech(monotonic, c)
+        assert got.shape == (64, 12)
+        np.testing.assert_array_equal(np.asarray(got)[:, :c], np.asarray(want))
+        assert float(picks.shared(mech, 12).scale()) == float(mech.scale())
 
 
 def test_sweep_compiles_em_peeling_once_with_the_same_numbers(monkeypatch):
