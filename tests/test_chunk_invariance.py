@@ -19,10 +19,11 @@ TRIALS = 4000  # the reported case: Zipf's 10^4 items, c = 50, ε = 0.1, 4,000 s
 SIZES = (10_000, 1_000, 200)  # the first whose planned chunks differ with the budget (a
 # cache-bound kernel, capped at the platform's ``cache_chunk_bytes``, plans small chunks at
 # 10^4 items)
-SLOTS = (4096, 1600, 300, 600)  # trials per budget: chunks of 4,096, 1,536 and 256 where
-# nothing caps them (1,536 and 256 do not divide 4,000; on the old code only the largest chunk
-# changed a trial's SER, in about one trial in 300); under a cap the largest budget is the cap's
-# and the first three different chunks are used
+SLOTS = (4096, 800, 300, 600)  # trials per budget: chunks of 4,096, 768 and 256 where
+# nothing caps them (768 and 256 do not divide 4,000; on the old code only the largest chunk
+# changed a trial's SER, in about one trial in 300; chunks of at most 960 trials compile two
+# compaction levels of the engine loop, a larger one three: svtjax._loops.bucket_sizes); under
+# a cap the largest budget is the cap's and the first three different chunks are used
 EXTRA = {"stagewise-svt": {"delta": 1e-6}}  # pure DP cannot be calibrated for its stages
 METRICS = sweep.metric_names()  # the built-in ones: svtjax.metrics.METRICS and the extras
 

@@ -23,19 +23,26 @@ def test_bucket_sizes_without_a_narrowest_level_go_down_to_the_factor():
     assert bucket_sizes(1000) == [1000, 125, 16]
 
 
-@pytest.mark.parametrize("factor,min_level", [(2, 1), (8, 1), (8, 16), (3, 4)])
-def test_compacted_rows_equal_the_plain_loop(factor, min_level, monkeypatch):
-    """Rows halt at random blocks (three stragglers run to the end, so every level is reached);
-    every row's count and sum equal a loop without compaction. Each level is a copy of the loop
-    in the program: down to single rows (``min_level`` 1) 40 rows give six levels at factor 2,
-    and two at factor 8; a wider narrowest level needs 200 rows for two levels or more."""
+@pytest.mark.parametrize("factor,min_level,batch", [(2, 1, 12), (8, 1, 40), (8, 16, 200),
+                                                     (3, 4, 40)])
+def test_compacted_rows_equal_the_plain_loop(factor, min_level, batch, monkeypatch):
+    """Rows halt at random blocks, and three stragglers at the last three blocks, so that every
+    level runs (checked on the host: at some block the running rows fit the level and not the
+    next); every row's count and sum equal a loop without compaction. Each level is a copy
+    of the loop in the program: down to single rows (``min_level`` 1) 12 rows give five levels
+    at factor 2 (sizes rounded up: 12, 6, 3, 2, 1) and 40 rows three at factor 8; 40 rows give
+    three at factor 3 down to 4 rows, and a narrowest level of 16 needs 200 rows for two."""
     import svtjax._loops as loops
 
-    batch, num_blocks = (200 if min_level > 1 else 40), 40
-    assert len(bucket_sizes(batch, factor, min_level)) >= 2
+    num_blocks = 40
+    sizes = bucket_sizes(batch, factor, min_level)
+    assert len(sizes) >= 2
     rng = np.random.default_rng(5)
-    stop = rng.geometric(0.3, batch).clip(max=num_blocks)
-    stop[rng.choice(batch, 3, replace=False)] = num_blocks
+    stop = rng.geometric(0.3, batch).clip(max=num_blocks - 3)
+    stop[rng.choice(batch, 3, replace=False)] = num_blocks - np.arange(3)
+    running = (stop[None, :] > np.arange(num_blocks)[:, None]).sum(axis=1)  # rows, per block
+    for size, below in zip(sizes, sizes[1:] + [0]):  # each level runs some block
+        assert np.any((below < running) & (running <= size)), (size, running)
     gains = rng.normal(size=(batch, 3)).astype(np.float32)
 
     def body(b, rows, work):

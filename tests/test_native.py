@@ -4,8 +4,10 @@ the shuffled metrics); and to rounding: ``svtjax.exact``'s random-order recursio
 
 Every shuffled case of ``tests/test_bit_identity.py`` also runs through it (it is the default on
 the CPU); here it is compared with the pure-JAX block directly, block by block on hand-made
-states, through the engine (every registered threshold mechanism, compaction included) and
-under ``vmap`` (a sweep's stacked points), for one mechanism of each engine path.
+states (compaction included), through the engine (with and without the shuffle's prefix) and
+under ``vmap`` (a sweep's stacked points), for one mechanism of each engine path. The engine runs
+take the shapes and parameters of ``tests/test_bit_identity.py``'s records, so that their runs
+with the compiled block are that test's programs.
 """
 
 import functools
@@ -22,7 +24,7 @@ from svtjax import engine as _engine
 from svtjax.engine import shuffle as _shuffle
 from svtjax.mechanisms.rules import ThresholdMechanism
 
-from .cases import CASES, build
+from .cases import CASES
 
 NATIVE = _native.fisher_yates_target() is not None
 
@@ -143,8 +145,14 @@ def test_block_equals_pure_block(monkeypatch, n_pad, batch, width):
         _pure(m)
         pure = jax.jit(lambda: _engine.shuffle_init(batch, n_pad))()
     assert native.slot is not None and pure.slot is None
-    block = jax.jit(_engine.fisher_yates_block, static_argnums=4)
-    take = jax.jit(_shuffle.take_shuffle)
+
+    @jax.jit
+    def block(native, pure, order, start):  # both blocks in one program
+        return (_engine.fisher_yates_block(native, order, start, None, True),
+                _engine.fisher_yates_block(pure, order, start, None, True))
+
+    take = jax.jit(lambda native, pure, keep: (_shuffle.take_shuffle(native, keep),
+                                               _shuffle.take_shuffle(pure, keep)))
     origin = np.arange(batch)  # the trial of each row: copies draw the same partners
     seen = np.zeros((batch, 0), np.int64)  # each row's items so far
     for k in range(min(4, n_pad // width)):
@@ -153,15 +161,13 @@ def test_block_equals_pure_block(monkeypatch, n_pad, batch, width):
             running = np.sort(rng.choice(batch, size=max(1, batch // 2), replace=False))
             keep = np.concatenate([running, [0, 0]])
             origin = origin[keep]
-            native = take(native, keep)  # host arrays: jnp.asarray would compile a program
-            pure = take(pure, keep)
+            native, pure = take(native, pure, keep)  # host arrays: no conversion programs
         start = k * width
         pos = start + np.arange(width)
         partners = (pos + rng.random((batch, width)) * (n_pad - pos)).astype(np.int32)
         partners[0, 1] = n_pad + 7  # outside: never written, read as 0
         order = partners[origin]
-        native, items_n = block(native, order, start, None, True)
-        pure, items_p = block(pure, order, start, None, True)
+        (native, items_n), (pure, items_p) = block(native, pure, order, start)
         np.testing.assert_array_equal(items_n, items_p)
         np.testing.assert_array_equal(native.a, pure.a)
         np.testing.assert_array_equal(native.j, pure.j)
@@ -189,14 +195,15 @@ def test_rows_as_long_as_the_stream(n, width):
     native, pure = jax.jit(lambda: (_engine.shuffle_init(batch, n_pad, native=True, n=n),
                                     _engine.shuffle_init(batch, n_pad, native=False)))()
     assert native.perm.shape == (batch, n)
-    block = jax.jit(_engine.fisher_yates_block, static_argnums=4)
+    block = jax.jit(lambda native, pure, partners, start: (  # both blocks in one program
+        _engine.fisher_yates_block(native, partners, start, None, True),
+        _engine.fisher_yates_block(pure, partners, start, None, True)))
     seen = []
     for start in range(0, n_pad, width):
         pos = start + np.arange(width)
         partners = np.where(pos < n, pos + np.floor(rng.random((batch, width)) *
                                                     np.maximum(n - pos, 1)), pos).astype(np.int32)
-        native, items_n = block(native, partners, start, None, True)
-        pure, items_p = block(pure, partners, start, None, True)
+        (native, items_n), (pure, items_p) = block(native, pure, partners, start)
         inside = pos < n
         np.testing.assert_array_equal(np.asarray(items_n)[:, inside],
                                       np.asarray(items_p)[:, inside])
@@ -230,17 +237,17 @@ def test_halted_trials_are_skipped(batch):
     threads)."""
     n_pad, width = 256, 64
     rng = np.random.default_rng(5)
-    block = jax.jit(_engine.fisher_yates_block)
-    state = jax.jit(lambda: _engine.shuffle_init(batch, n_pad))()  # one program, not eager ops
     pos = np.arange(width)
-    state, _ = block(state, (pos + rng.random((batch, width)) * (n_pad - pos)).astype(np.int32),
-                     0)  # host arrays into the jitted block: no conversion programs
+    state, _ = jax.jit(lambda order: _engine.fisher_yates_block(  # the first block, one program
+        _engine.shuffle_init(batch, n_pad), order, 0))(
+        (pos + rng.random((batch, width)) * (n_pad - pos)).astype(np.int32))  # a host array
     pos = width + np.arange(width)
     order = (pos + rng.random((batch, width)) * (n_pad - pos)).astype(np.int32)
     done = np.array([False, True, False, False, True, False]) if batch == 6 else \
         rng.random(batch) < 0.3
-    all_, items_all = block(state, order, width)
-    some, items_some = block(state, order, width, done)
+    (all_, items_all), (some, items_some) = jax.jit(lambda state, order, done: (  # one program
+        _engine.fisher_yates_block(state, order, width),
+        _engine.fisher_yates_block(state, order, width, done)))(state, order, done)
     before = np.asarray(state.perm)
     np.testing.assert_array_equal(np.asarray(items_some)[~done], np.asarray(items_all)[~done])
     np.testing.assert_array_equal(np.asarray(items_some)[done], 0)
@@ -289,28 +296,31 @@ def test_prefix_equals_the_blocks(n, batch, prefix):
         batch = okeys.shape[0]
     dtype = _engine.perm_dtype(-(-n // 64) * 64)
     assert (dtype == jnp.int32) == (n >= 2**15)
-    made = jax.jit(_engine.fisher_yates_prefix, static_argnums=(1, 2, 3))(okeys, n, prefix,
-                                                                            dtype)
-
     width = 128
 
     @jax.jit
-    def blocks(okeys):  # blocks 0 .. prefix/64 - 1 in a loop (one copy of the block's program)
+    def run(okeys):  # the prefix kernel, the blocks, and the two next blocks: one program
+        made = _engine.fisher_yates_prefix(okeys, n, prefix, dtype)
         # the partners of every block, drawn at once (one copy of their draw's program), and
         # those of the two blocks past the prefix, for the second half below
         orders = _engine.fast_block_order(okeys, jnp.arange(prefix // 64 + 2, dtype=jnp.int32),
                                           n)  # [batch, blocks, 64]
 
-        def block(b, state):
+        def block(b, state):  # blocks 0 .. prefix/64 - 1 in a loop (one copy of the block)
             order = jax.lax.dynamic_index_in_dim(orders, b, axis=1, keepdims=False)
             state, _ = _engine.fisher_yates_block(state, order, b * 64, None, True)
             return state
 
         state = _engine.shuffle_init(batch, -(-n // 64) * 64, native=True, n=n)
-        after = orders[:, prefix // 64:]
-        return jax.lax.fori_loop(0, prefix // 64, block, state), after.reshape(batch, width)
+        want = jax.lax.fori_loop(0, prefix // 64, block, state)
+        # The blocks past the prefix, partners drawn by the kernel from the rows' keys (order
+        # None; two random blocks at once) against fast_block_order's partners applied by the
+        # blocks.
+        order = orders[:, prefix // 64:].reshape(batch, width)
+        return (made, want, _engine.fisher_yates_block(want, order, prefix, None, True, 0, None),
+                _engine.fisher_yates_block(made, None, prefix, None, True, prefix, width))
 
-    want, order = blocks(okeys)
+    made, want, (want_next, want_items), (got_next, got_items) = run(okeys)
     assert made.perm.dtype == want.perm.dtype and made.perm.shape == (batch, n)
     # The blocks leave the last swap's write pending (the next block makes it first); the prefix
     # kernel makes it and passes it on too, so that making it again changes nothing.
@@ -322,13 +332,7 @@ def test_prefix_equals_the_blocks(n, batch, prefix):
     np.testing.assert_array_equal(np.sort(np.asarray(made.perm), axis=1),
                                   np.broadcast_to(np.arange(n), (batch, n)))
     np.testing.assert_array_equal(made.keys, okeys)
-
-    # The blocks past the prefix, partners drawn by the kernel from the rows' keys (order None;
-    # two random blocks at once) against fast_block_order's partners (``order``, drawn in
-    # ``blocks``) applied by the blocks.
-    step = jax.jit(_engine.fisher_yates_block, static_argnums=(4, 5, 6))
-    want_next, want_items = step(want, order, prefix, None, True, 0, None)
-    got_next, got_items = step(made, None, prefix, None, True, prefix, width)
+    # the two blocks past the prefix: the kernel's own partners as fast_block_order's
     np.testing.assert_array_equal(got_items, want_items)
     for field in ("perm", "j", "a"):
         np.testing.assert_array_equal(getattr(got_next, field), getattr(want_next, field),
@@ -339,29 +343,48 @@ def test_prefix_equals_the_blocks(n, batch, prefix):
 def test_engine_with_prefix_equals_blocks_alone(monkeypatch):
     """A shuffled run whose first positions come from the prefix kernel (and whose blocks past
     it swap lazily) equals the run without a prefix, field by field: trials halting inside the
-    prefix, past it, and never (compactions on the way); the prefix is in the program."""
-    n = 2000
+    prefix and past it; the prefix is in the program, and not in the other. The run is
+    ``tests/test_bit_identity.py``'s record of svt-s on Zipf's 10^4 items, shuffled (its
+    program, with the prefix, is that test's)."""
+    from svtjax import _driver
+    from svtjax.simulate import seed_key
+
+    from .test_bit_identity import F64, params_of
+
+    record = next(r for r in F64 if r["case"] == "zipf-svt-s" and r["shuffle"])
+    n, trials, seed = record["n"], record["trials"], record["seed"]
     scores = 10000 / np.arange(1, n + 1)
     q = scores[np.random.default_rng(0).permutation(n)]
-    t = np.full(n, 200.0)  # about 50 items above: trials halt anywhere
-    mech = svtjax.get("svt-s", epsilon=0.5, c=20, monotonic=True)
-    keys = jax.random.split(jax.random.key(9), 40)
+    t = np.full(n, record["threshold"])  # about 50 items above: trials halt anywhere
+    mech = svtjax.get(record["name"], **params_of(record["params"]))
     lay = _engine.layout.layout(mech, n)
-    assert _engine.shuffle_prefix(lay) == 960
+    prefix = _engine.shuffle_prefix(lay)
+    assert prefix == 1024
+    plans = []
+    plan = _driver.plan
 
-    def run():  # scores and thresholds as arguments (host arrays: no conversion programs)
-        fn = jax.jit(lambda k, q, t: _engine.run_keys(mech, k, q, t, shuffle=True))
-        return fn.lower(keys, q, t).as_text(), jax.device_get(fn(keys, q, t))
+    def recording_plan(*args, **kwargs):
+        plans.append(plan(*args, **kwargs))
+        return plans[-1]
+
+    monkeypatch.setattr(_driver, "plan", recording_plan)
+
+    def run():  # the run and the text of its compiled chunk (lowered again: nothing compiled)
+        out = jax.device_get(svtjax.simulate(mech, q, t, trials=trials, seed=seed, shuffle=True))
+        text = _driver.run_chunk.lower(mech, q, t, seed_key(seed), 0, trials, None, None,
+                                       plan=plans[-1]).as_text()
+        return text, out
 
     text, with_prefix = run()
     with monkeypatch.context() as m:
         m.setitem(_engine.SHUFFLE_PREFIX, "cpu", 0)
         assert _engine.shuffle_prefix(lay) == 0
         text_without, without = run()
+    assert plans[0].chunk == plans[1].chunk == trials
     assert _native.FISHER_YATES_PREFIX_TARGET in text
     assert _native.FISHER_YATES_PREFIX_TARGET not in text_without
     halts = (np.asarray(with_prefix.answers) >= 0).sum(axis=1)
-    assert halts.min() < 960 < halts.max()
+    assert halts.min() < prefix < halts.max()
     for f in with_prefix._fields:
         np.testing.assert_array_equal(getattr(with_prefix, f), getattr(without, f), err_msg=f)
 
@@ -388,18 +411,47 @@ def test_hand_made_partners_equal_pure(monkeypatch):
         np.testing.assert_array_equal(getattr(native, f), getattr(pure, f), err_msg=f)
 
 
+ENGINE_N, ENGINE_TRIALS, SEED = 130, 17, 3
+"""The runs of :func:`test_engine_equals_pure_engine` take the shapes of
+``tests/test_bit_identity.py``'s records (130 float64 queries: three blocks; 17 trials, one
+compaction level) and their mechanisms' parameters, so that their runs with the compiled block are
+that test's programs; the other engine runs here take the same shapes (and svt-s's structure), so
+that they reuse these programs."""
+
+
+def _run(mech, q, t, seed=SEED):
+    """A shuffled run through ``svtjax.simulate`` (``ENGINE_TRIALS`` trials of ``seed``), with the
+    compiled block where it runs: ``tests/test_bit_identity.py``'s program for its records'
+    shapes and mechanisms."""
+    return jax.device_get(svtjax.simulate(mech, q, t, trials=ENGINE_TRIALS, seed=seed,
+                                          shuffle=True))
+
+
+@jax.jit
+def _trial_keys(root):
+    """``svtjax.simulate``'s trial keys: trial i's ``fold_in(root, i)`` (a small program of its
+    own: hashed in an engine program, the keys would cost more of its compile)."""
+    from svtjax import _rng
+
+    return _rng.fold_in_keys(root, jnp.arange(ENGINE_TRIALS, dtype=jnp.uint32))
+
+
 @functools.partial(jax.jit, static_argnums=4)
 def _run_jit(mech, keys, q, t, native: bool):
     return _engine.run_keys(mech, keys, q, t, shuffle=True)
 
 
-def _run(mech, q, t, keys):
-    """A shuffled run of the engine; the mechanism is an argument, so that mechanisms of one
-    structure (the same but for their numbers) share a program. Whether the compiled block is
-    on is part of the program's cache key (``native``): a run under :func:`_pure` must not
-    reuse a program traced with the compiled block, nor the other way round."""
-    native = _native.fisher_yates_target() is not None
-    return jax.device_get(_run_jit(mech, keys, np.asarray(q), np.asarray(t), native))
+def _run_pure(mech, q, t, seed=SEED):
+    """:func:`_run`'s trials through the engine with the pure-JAX block: the same trial keys,
+    the mechanism an argument (mechanisms of one structure share the program). Whether the
+    compiled block is on is part of the program's cache key (``native``), so that this run
+    neither reuses nor leaves behind a program traced with the compiled block."""
+    from svtjax.simulate import seed_key
+
+    with pytest.MonkeyPatch.context() as m:
+        _pure(m)
+        native = _native.fisher_yates_target() is not None
+        return jax.device_get(_run_jit(mech, _trial_keys(seed_key(seed)), q, t, native))
 
 
 # One mechanism per engine path: the vectorised block (svt-s), the scan with a redrawn threshold
@@ -414,30 +466,32 @@ def test_every_path_has_a_case():
     assert sorted(c.id for c in THRESHOLD) == sorted(PATHS)
 
 
-ENGINE_N, ENGINE_TRIALS = 150, 11
-"""The stream length and trials of :func:`test_engine_equals_pure_engine`'s runs; the other
-engine runs here take the same shapes (and svt-s's structure), so that they reuse its programs."""
-
-
 def _engine_inputs(case):
-    """The mechanism, scores (with ties), thresholds and keys of ``case``'s run."""
-    rng = np.random.default_rng(7)
-    mech = build(case, rng)
-    q = rng.normal(0.0, 2.0, ENGINE_N).round()  # ties
-    return mech, q, np.full(ENGINE_N, 1.0), jax.random.split(jax.random.key(3), ENGINE_TRIALS)
+    """The mechanism (the parameters of ``case``'s first shuffled record in
+    ``tests/test_bit_identity.py``), scores (with ties) and thresholds of ``case``'s run."""
+    from .test_bit_identity import F64, params_of
+
+    record = next(r for r in F64 if r["case"] == case.id and r["shuffle"])
+    assert (record["n"], record["trials"]) == (ENGINE_N, ENGINE_TRIALS)
+    mech = svtjax.get(record["name"], **params_of(record["params"]))
+    q = np.random.default_rng(7).normal(0.0, 2.0, ENGINE_N).round()  # ties
+    return mech, q, np.full(ENGINE_N, 1.0)
 
 
 @needs_native
 @pytest.mark.parametrize("case", THRESHOLD, ids=lambda c: c.id)
-def test_engine_equals_pure_engine(monkeypatch, case):
+def test_engine_equals_pure_engine(case):
     """Shuffled, through the engine's block loop: a stream of three blocks, trials halting at
-    different blocks (compactions)."""
-    mech, q, t, keys = _engine_inputs(case)
+    different blocks; ``svtjax.simulate``'s run with the compiled block equals the pure-JAX
+    block's on the same trial keys. (17 trials are one compaction level of the engine loop; the
+    compiled block on compacted rows, gathered as the engine gathers them, is
+    :func:`test_block_equals_pure_block`'s.)"""
+    mech, q, t = _engine_inputs(case)
     assert isinstance(mech, ThresholdMechanism)
-    native = _run(mech, q, t, keys)
-    with monkeypatch.context() as m:
-        _pure(m)
-        pure = _run(mech, q, t, keys)
+    native = _run(mech, q, t)
+    pure = _run_pure(mech, q, t)
+    halts = (np.asarray(native.answers) >= 0).sum(axis=-1)
+    assert halts.min() < halts.max(), halts  # trials halt at different positions
     for f in native._fields:
         a, b = getattr(native, f), getattr(pure, f)
         if a is not None or b is not None:
@@ -448,21 +502,25 @@ def test_engine_equals_pure_engine(monkeypatch, case):
 def test_vmapped_points_equal_pure():
     """Stacked points (a sweep's ``vmap``) through the compiled block equal one point at a
     time through the pure block (svt-s-monotonic's structure and shapes of
-    :func:`test_engine_equals_pure_engine`: the same pure program)."""
+    :func:`test_engine_equals_pure_engine`: the same pure program). The trial keys are
+    ``svtjax.simulate``'s: trial i's ``fold_in(seed_key(seed), i)``."""
+    from svtjax.simulate import seed_key
+
+    case = next(c for c in THRESHOLD if c.id == "svt-s-monotonic")
+    structure, _, _ = _engine_inputs(case)
     n = ENGINE_N
     scores = 10000 / np.arange(1, n + 1)  # 11 items above the threshold: trials halt anywhere
     q = scores[np.random.default_rng(0).permutation(n)]
     t = np.full(n, 900.0)
-    mechs = [svtjax.get("svt-s", epsilon=e, c=5, monotonic=True) for e in (0.5, 2.0)]
-    keys = jax.random.split(jax.random.key(1), ENGINE_TRIALS)
+    mechs = [svtjax.get("svt-s", epsilon=e, c=structure.c, monotonic=True) for e in (0.5, 2.0)]
     stacked = jax.tree_util.tree_map(lambda *x: np.stack(x), *mechs)  # host stack: no programs
-    both = jax.device_get(jax.jit(jax.vmap(lambda m, q, t: _engine.run_keys(
-        m, keys, q, t, shuffle=True), in_axes=(0, None, None)))(stacked, q, t))
+
+    both = jax.device_get(jax.jit(jax.vmap(lambda m, k, q, t: _engine.run_keys(
+        m, k, q, t, shuffle=True), in_axes=(0, None, None, None)))(
+            stacked, _trial_keys(seed_key(1)), q, t))
     assert 0 < (both.answers >= 0).sum(axis=-1).min() < n  # some trials halt before the end
     for i, mech in enumerate(mechs):
-        with pytest.MonkeyPatch.context() as m:
-            _pure(m)
-            one = _run(mech, q, t, keys)
+        one = _run_pure(mech, q, t, seed=1)
         np.testing.assert_array_equal(both.answers[i], one.answers)
         np.testing.assert_array_equal(both.items[i], one.items)
 
@@ -560,8 +618,8 @@ def test_selected_uses_the_compiled_loop():
     from svtjax import _core
 
     case = next(c for c in THRESHOLD if c.id == "svt-s-monotonic")
-    mech, q, t, keys = _engine_inputs(case)
-    out = _run(mech, q, t, keys)
+    mech, q, t = _engine_inputs(case)
+    out = _run(mech, q, t)
     assert isinstance(out, svtjax.Outcome) and out.stored_items is not None
     k, n = int(mech.c), ENGINE_N
     assert (np.asarray(out.answers) == 1).sum(axis=-1).max() == k
