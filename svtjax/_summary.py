@@ -8,6 +8,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from svtjax import _validate
 from svtjax._types import Array, ArrayLike
@@ -76,7 +77,7 @@ def summary(values: ArrayLike, confidence: float = 0.95, *, axis: int = 0,
         q = float(scipy.stats.t.ppf(p, num - 1)) if num > 1 else math.nan
     else:
         q = float(scipy.stats.norm.ppf(p))
-    mean, std, sem, lower, upper = _summary(values, axis, jnp.asarray(q, values.dtype))
+    mean, std, sem, lower, upper = _summary(values, axis, np.asarray(q, values.dtype))
     return Summary(mean, std, sem, lower, upper, num)
 
 
