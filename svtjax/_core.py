@@ -24,6 +24,34 @@ NOT_EVALUATED = -1
 _FIELDS = ("answers", "items", "values", "cost")
 
 
+# -- the fields a compact Outcome derives from its answers (module docstring of Outcome) -------
+def _masked_items(xp, answers, items):
+    """Stored items where something was evaluated, -1 elsewhere, as int32."""
+    return xp.where(answers >= 0, items.astype(np.int32), np.int32(-1)).astype(np.int32)
+
+
+def _position_items(xp, answers, *, n):
+    """The position mod ``n`` where something was evaluated, -1 elsewhere, as int32."""
+    position = (xp.arange(answers.shape[-1], dtype=np.int32) % np.int32(n)).astype(np.int32)
+    return xp.where(answers >= 0, position, np.int32(-1)).astype(np.int32)
+
+
+def _no_values(xp, answers, *, dtype):
+    """NaN at every position: the mechanism releases no value."""
+    return xp.full(answers.shape, np.nan, dtype)
+
+
+def _top_cost(xp, answers, top_cost, *, dtype):
+    """Each trial's charge of a ⊤ (``top_cost``) at its ⊤, 0 elsewhere."""
+    top = xp.asarray(top_cost, dtype)[..., None]
+    return xp.where(answers == 1, top, xp.zeros((), dtype)).astype(dtype)
+
+
+_COMPILED = {f: jax.jit(functools.partial(f, jnp), static_argnames=static)
+             for f, static in ((_masked_items, ()), (_position_items, ("n",)),
+                               (_no_values, ("dtype",)), (_top_cost, ("dtype",)))}
+
+
 class Outcome:
     """What one trial of a mechanism released, position by position along the stream.
 
@@ -106,37 +134,30 @@ class Outcome:
         if self._items is not None and not self._partial:
             return self._items
         if self._items is not None:
-            def masked():
-                xp = self._xp()
-                return xp.where(self.answers >= 0, self._items.astype(np.int32),
-                                np.int32(-1)).astype(np.int32)
-            return self._derived("items", masked)
-
-        def make():
-            xp = self._xp()
-            length = self.answers.shape[-1]
-            position = (xp.arange(length, dtype=np.int32) % np.int32(self._n)).astype(np.int32)
-            return xp.where(self.answers >= 0, position, np.int32(-1)).astype(np.int32)
-        return self._derived("items", make)
+            return self._derived("items", lambda: self._derive(_masked_items, self._items))
+        return self._derived("items", lambda: self._derive(_position_items, n=self._n))
 
     @property
     def values(self):
         if self._values is not None:
             return self._values
-        return self._derived("values", lambda: self._xp().full(self.answers.shape, np.nan,
-                                                               self._dtype))
+        return self._derived("values", lambda: self._derive(_no_values, dtype=self._dtype))
 
     @property
     def cost(self):
         if self._cost is not None:
             return self._cost
+        return self._derived("cost", lambda: self._derive(_top_cost, self._top_cost,
+                                                          dtype=self._dtype))
 
-        def make():
-            xp = self._xp()
-            top = xp.asarray(self._top_cost, self._dtype)[..., None]
-            return xp.where(self.answers == 1, top, xp.zeros((), self._dtype)).astype(
-                self._dtype)
-        return self._derived("cost", make)
+    def _derive(self, make, *args, **static):
+        """``make(xp, answers, *args, **static)``: with numpy on numpy arrays, traced under a
+        transformation, and compiled on concrete JAX arrays (one program per field and shape,
+        where the operations one by one would each compile a program of their own)."""
+        xp = self._xp()
+        if xp is np or isinstance(self.answers, jax.core.Tracer):
+            return make(xp, self.answers, *args, **static)
+        return _COMPILED[make](self.answers, *args, **static)
 
     @property
     def stored_items(self):
