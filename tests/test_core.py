@@ -196,12 +196,8 @@ def test_items_stored_only_where_evaluated():
     np.testing.assert_array_equal(m["picks"], [2, 1])
 
 
-def test_host_inputs_reach_the_device_without_compiling():
-    """A mechanism's inputs given as host arrays are converted in numpy and stay numpy arrays
-    (no small program compiled per input shape; the compiled call that takes them transfers
-    them itself, cheaper than a device_put each: benchmarks/RESULTS.md), with the dtypes
-    jnp.asarray gives them: integer queries as the default float, per-query or scalar
-    thresholds in the queries' dtype."""
+def compiles(fn, *args):
+    """``(fn(*args), the number of XLA programs compiled during the call)``."""
     from jax._src import monitoring
 
     compiled = []
@@ -210,14 +206,41 @@ def test_host_inputs_reach_the_device_without_compiling():
         if event == "/jax/core/compile/backend_compile_duration":
             compiled.append(event)
 
-    def compiles(fn, *args):
-        compiled.clear()
-        monitoring.register_event_duration_secs_listener(listen)
-        try:
-            return fn(*args), len(compiled)
-        finally:
-            monitoring.unregister_event_duration_listener(listen)
+    monitoring.register_event_duration_secs_listener(listen)
+    try:
+        return fn(*args), len(compiled)
+    finally:
+        monitoring.unregister_event_duration_listener(listen)
 
+
+def test_derived_fields_compile_one_program_each():
+    """A compact Outcome of JAX arrays derives each field it does not store in one compiled
+    program (per field and shape; one operation at a time compiled four or five), with the
+    numbers of the same Outcome on numpy arrays."""
+    answers = np.array([[1, 0, -1, 1, 0, 1, -1, -1, 0, 1, 1],
+                        [0, 1, 1, -1, -1, -1, -1, -1, -1, -1, -1],
+                        [-1] * 11], np.int8)  # a shape no other test reads these fields at
+    top = np.array([0.5, 0.25, 0.125], np.float32)
+    stored = np.arange(33, dtype=np.int16).reshape(3, 11) % 7
+    for items in (None, stored):
+        host = Outcome.compact(answers, n=4, dtype=np.float32, top_cost=top, items=items,
+                               items_evaluated_only=items is not None)
+        dev = Outcome.compact(jnp.asarray(answers), n=4, dtype=np.float32, top_cost=top,
+                              items=None if items is None else jnp.asarray(items),
+                              items_evaluated_only=items is not None)
+        for field in ("items", "values", "cost"):
+            value, count = compiles(getattr, dev, field)
+            assert count <= 1, (field, count)
+            assert isinstance(value, jax.Array) and value.dtype == getattr(host, field).dtype
+            np.testing.assert_array_equal(value, getattr(host, field), err_msg=field)
+
+
+def test_host_inputs_reach_the_device_without_compiling():
+    """A mechanism's inputs given as host arrays are converted in numpy and stay numpy arrays
+    (no small program compiled per input shape; the compiled call that takes them transfers
+    them itself, cheaper than a device_put each: benchmarks/RESULTS.md), with the dtypes
+    jnp.asarray gives them: integer queries as the default float, per-query or scalar
+    thresholds in the queries' dtype."""
     prepare = svtjax.mechanisms.base.Mechanism._prepare
     cases = [(np.arange(13, dtype=np.int64), 2), (np.linspace(0, 1, 17, dtype=np.float32), 0.25),
              (np.linspace(0, 1, 19), np.arange(19) % 3), ([1.0, 2.0, 3.5], [0.5, 1.0, 9.0])]
