@@ -279,11 +279,12 @@ def test_fig8_counts_are_the_first_traversals_of_a_longer_run():
     """Figure 8 reads a p-traversal run off the first p traversals of Figure 7's runs: the
     engine's p-traversal run answers exactly as the first p traversals of a longer one (same
     seed: bit for bit), so the first-traversals metric equals the shorter run's NCR and F1.
-    The metrics are computed jitted, as in the sweep (one program per stream length; p
-    traced: one program for the first-traversals metric at every p). A 2-traversal run read
-    at p = 1 (a prefix ending inside the run) and p = 2 (the whole run): a third traversal
-    would add no code path, only two more stream lengths to compile (its run and its
-    metrics)."""
+    The metrics are computed jitted, as in the sweep: the NCR and F1 the test compares (the
+    other metrics of ``evaluate_outcome`` would only add code to compile), one program per
+    stream length, p traced; the longer run's program returns both its own metrics and those
+    of its first p traversals. A 2-traversal run read at p = 1 (a prefix ending inside the
+    run) and p = 2 (the whole run): a third traversal would add no code path, only two more
+    stream lengths to compile (its run and its metrics)."""
     import types
 
     import jax
@@ -302,16 +303,21 @@ def test_fig8_counts_are_the_first_traversals_of_a_longer_run():
                           **liu2024._params("SVT-Exp (optimal)", c, n, passes, 0.0))
         return simulate(mech, scores, threshold, trials=64, seed=1, shuffle=True)
 
-    evaluate = jax.jit(lambda out, s: metrics.evaluate_outcome(out, s, c))
+    names = ("ncr", "f1")
     ctx = types.SimpleNamespace(k=c)
-    first = jax.jit(lambda p, out, s: {m: liu2024._first_passes(p, m, out, s, c, ctx)
-                                       for m in ("ncr", "f1")})
+
+    def evaluate(out, s):
+        values = metrics.evaluate_outcome(out, s, c)
+        return {m: values[m] for m in names}
+
+    # the whole run's metrics and those of its first p traversals
+    both = jax.jit(lambda p, out, s: (
+        evaluate(out, s), {m: liu2024._first_passes(p, m, out, s, c, ctx) for m in names}))
     full = run(2)
-    everything = evaluate(full, scores)
-    one = evaluate(run(1), scores)
-    for p, want in ((1, one), (2, everything)):
-        got = first(p, full, scores)
-        for metric in ("ncr", "f1"):
+    one = jax.jit(evaluate)(run(1), scores)
+    everything, first_two = both(2, full, scores)
+    for got, want in ((both(1, full, scores)[1], one), (first_two, everything)):
+        for metric in names:
             np.testing.assert_array_equal(np.asarray(got[metric]), np.asarray(want[metric]))
     # not vacuous: the second traversal adds picks in some trials
     assert np.any(np.asarray(one["ncr"]) < np.asarray(everything["ncr"]))
