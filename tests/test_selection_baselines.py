@@ -266,15 +266,21 @@ def _em_peeling(name, params):
     return peeling_law(Q5, float(em.weight()), k)
 
 
+# permute-and-flip and report-noisy-max-exp compile to the same program, one per (k, monotonic)
+# (both static; ε and Δ are traced): the four peeled cases are two programs, k = 1 with the
+# monotonic scale and k = 3 with the general one. ``monotonic`` enters the kernel only through
+# ``scale()``, which the oracles read too and test_privacy_statement_and_scale checks against
+# each paper (both flags), so the cases cover top-1 and peeling, each flag's scale, both names.
 DIST_CASES = [
     # (id, name, params, oracle of the law, seed)
-    ("pf-k1-vs-rnm-exp-quadrature", "permute-and-flip", {"epsilon": 2.0}, _quadrature_law, 201),
+    ("pf-k1-monotonic-vs-rnm-exp-quadrature", "permute-and-flip",
+     {"epsilon": 2.0, "monotonic": True}, _quadrature_law, 201),
     ("pf-k3-vs-rnm-exp-quadrature", "permute-and-flip",
      {"epsilon": 4.0, "k": 3, "sensitivity": 1.5}, _quadrature_law, 202),
     ("rnm-exp-k3-vs-pf-closed-form", "report-noisy-max-exp",
      {"epsilon": 4.0, "k": 3, "sensitivity": 1.5}, _pf_closed_form, 203),
-    ("rnm-exp-k2-monotonic-vs-pf-closed-form", "report-noisy-max-exp",
-     {"epsilon": 2.0, "k": 2, "monotonic": True}, _pf_closed_form, 204),
+    ("rnm-exp-k1-monotonic-vs-pf-closed-form", "report-noisy-max-exp",
+     {"epsilon": 1.0, "monotonic": True}, _pf_closed_form, 204),
     ("gumbel-k3-vs-em-peeling", "gumbel-top-k", {"epsilon": 4.0, "k": 3}, _em_peeling, 205),
 ]
 
@@ -294,7 +300,7 @@ def test_ordered_picks_distribution(case):
 def test_rejects_one_shot_exponential_top_k():
     """One-shot top-2 with exponential noise (report-noisy-max, noise="exponential", k = 2,
     monotonic) is not the peeled mechanism: its law (quadrature) is far from the peeled one
-    (rnm-exp-k2-monotonic-vs-pf-closed-form's law), and the test rejects its samples. Its
+    (permute-and-flip's closed form, exact), and the test rejects its samples. Its
     simulation is the program of tests/test_selection.py's rnm-exponential-k2-monotonic case
     (same structure, scores and trials)."""
     params = {"epsilon": 2.0, "k": 2, "monotonic": True}
