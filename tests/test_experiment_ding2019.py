@@ -13,6 +13,9 @@ from experiments._claims import VERDICTS, evaluate
 from svtjax import datasets, estimators
 from tests.test_verify import assert_verifies_and_catches_tampering
 
+FIGURES = {}
+"""PNG file name -> the matplotlib Figure the tiny run saved there (recorded by ``tiny``)."""
+
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
@@ -26,9 +29,11 @@ def tiny(tmp_path_factory):
     (300 runs were 512 padded trials in chunks of two levels: one more loop copy a program).
     k in {4, 5} (not {2, 4}) keeps the statistical checks at their margins with fewer runs:
     every test's tolerance is stated for 120 runs at k >= 4."""
+    from matplotlib.figure import Figure
+
     out = tmp_path_factory.mktemp("ding2019")
     seen = {}
-    run, write = ding2019.run, ding2019.write_outputs
+    run, write, savefig = ding2019.run, ding2019.write_outputs, Figure.savefig
 
     def recorded_run(config, log=print):
         seen["config"] = config
@@ -45,6 +50,8 @@ def tiny(tmp_path_factory):
                                               epsilons=(0.7,), trials=1000))
         patch.setattr(ding2019, "run", recorded_run)
         patch.setattr(ding2019, "write_outputs", recorded_write)
+        patch.setattr(Figure, "savefig", lambda fig, path, **kw: (
+            FIGURES.__setitem__(os.path.basename(str(path)), fig), savefig(fig, path, **kw)))
         assert ding2019.main(["--quick", "--trials", "120", "--out", str(out)]) == 0
     return seen["config"], seen["results"], seen["missing"], seen["text"], out
 
@@ -333,19 +340,13 @@ def test_bias_check_reruns_the_farthest_point(tiny, tmp_path):
     assert ding2019.bias_check(ding2019.Config(bias_factor=0), rows) is None
 
 
-def test_fig1_k_ticks_are_integers(tiny, tmp_path, monkeypatch):
+def test_fig1_k_ticks_are_integers(tiny):
     """Issue 59 item 16: Figure 1's x-axis is k, an integer: at k = 2, 4 the default locator
     put ticks at 2.5 and 3.5 (at this run's k = 4, 5 at 4.2, 4.4, ...). Every tick inside the
-    drawn range of both panels is an integer (and there are at least two)."""
-    from matplotlib.figure import Figure
-
-    _, results, _, _, _ = tiny
-    saved = {}
-    real = Figure.savefig
-    monkeypatch.setattr(Figure, "savefig", lambda fig, path, **kw: (
-        saved.__setitem__(os.path.basename(str(path)), fig), real(fig, path, **kw)))
-    ding2019.plot(results, str(tmp_path))
-    fig = saved["fig1_t40i10d100k.png"]
+    drawn range of both panels is an integer (and there are at least two). The figure is the
+    one the tiny run saved (``ding2019.plot`` through ``main``), as drawn into its PNG."""
+    assert (tiny[-1] / "fig1_t40i10d100k.png").exists()
+    fig = FIGURES["fig1_t40i10d100k.png"]
     for ax in fig.axes:
         lo, hi = ax.get_xlim()
         ticks = [t for t in ax.get_xticks() if lo <= t <= hi]

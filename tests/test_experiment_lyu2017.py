@@ -245,8 +245,10 @@ def test_ranking_check_family_wise_error_on_a_null_simulation():
     methods = list(lyu2017.METHODS)
     for _ in range(families):
         draws = rng.beta(2.0, 8.0, size=(6, len(methods), 100))
+        # one numpy call each for the 48 cells' moments (the same numbers as cell by cell)
+        means, stds = draws.mean(axis=2), draws.std(axis=2, ddof=1)
         rows = [dict(dataset="null", epsilon=0.5, c=25 * (i + 1), trials=100, method=m,
-                     ser_mean=float(draws[i, j].mean()), ser_std=float(draws[i, j].std(ddof=1)))
+                     ser_mean=float(means[i, j]), ser_std=float(stds[i, j]))
                 for i in range(6) for j, m in enumerate(methods)]
         hits += bool(lyu2017.ranking_check(rows, alpha=0.05)["significant"])
     rate = hits / families
@@ -276,13 +278,22 @@ def test_flatness_check_reports_a_verdict(tmp_path):
     assert "NOT explained" in flat["explanation"]
 
 
-def _write_fimi(path, items=80, transactions=400):
-    # item i (1-based) occurs in the first max(1, transactions // i) transactions: transaction
-    # 0 holds every item, transaction t >= 1 the items i <= transactions // (t + 1)
-    baskets = [range(1, (items if t == 0 else min(items, transactions // (t + 1))) + 1)
-               for t in range(transactions)]
-    path.write_text("".join(" ".join(map(str, b)) + "\n" for b in baskets))
-    return transactions, items
+def _write_fimi_tied_as(path, scores, states):
+    """A FIMI file of ``len(scores)`` items whose supports tie as ``scores`` do for the exact
+    random-order law at ``states`` (``svtjax.exact._random.tie_groups``: a value shared by at
+    least ``states`` items is a tie group, every other item a single item): as many tie groups
+    and single items, with small supports (the groups, largest first, at supports 1, 2, ...,
+    then the single items in runs of ``states - 1`` per support: about a megabyte for
+    lyu-zipf), so the exact law's compiled program (one per stream length, tie groups and
+    states) is the one of ``scores``. Transaction t holds the items with support > t."""
+    _, counts = np.unique(np.asarray(scores), return_counts=True)
+    groups = sorted(counts[counts >= states], reverse=True)
+    single = int(counts[counts < states].sum())
+    sizes = groups + [min(states - 1, single - i) for i in range(0, single, states - 1)]
+    support = np.repeat(np.arange(1, len(sizes) + 1), sizes)
+    ids = np.arange(1, support.size + 1).astype(str)
+    path.write_text("".join(" ".join(ids[support > t]) + "\n" for t in range(len(sizes))))
+    return len(sizes), support.size
 
 
 def test_fetched_dataset_gets_paper_columns(tmp_path, monkeypatch, capsys):
@@ -293,9 +304,10 @@ def test_fetched_dataset_gets_paper_columns(tmp_path, monkeypatch, capsys):
     assert set(missing) == {"kosarak", "aol"}
 
     raw = tmp_path / "kosarak.dat"
-    # as many items (10,000) and runs (8) as test_tiny_run_writes_outputs's lyu-zipf cells, so
-    # the SVT-S and EM cells and the exact E[SER] reuse that test's compiled programs
-    n_tx, n_items = _write_fimi(raw, items=10_000)
+    # as many items (10,000) and runs (8) as test_tiny_run_writes_outputs's lyu-zipf cells, and
+    # supports tied as lyu-zipf's at c = 50 (the exact law's states), so the SVT-S and EM cells
+    # and the exact E[SER] reuse that test's compiled programs
+    n_tx, n_items = _write_fimi_tied_as(raw, datasets.load("lyu-zipf").scores, 50)
     small = dataclasses.replace(_registry.SPECS["kosarak"], num_transactions=n_tx,
                                 num_items=n_items)
     monkeypatch.setitem(_registry.SPECS, "kosarak", small)

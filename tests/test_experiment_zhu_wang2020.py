@@ -14,13 +14,26 @@ from experiments import zhu_wang2020 as zw
 from experiments._claims import VERDICTS, evaluate
 from tests.test_verify import assert_verifies_and_catches_tampering
 
+CALIBRATED = {}
+"""(c, T, ε, δ, L) -> ``calibrate_fig1``'s result, as the tiny run computed it (each
+calibration is Python-side accounting, about a second for c = 4: a test that needs one of the
+run's calibrations reads it here instead of repeating it)."""
+
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     out = tmp_path_factory.mktemp("zw")
     config = zw.Config(cs=(1, 4), thresholds=(5.0, 60.0), trials=16, stream=256,
                        fig2_queries=200, fig2_trials=4, out=str(out), verbose=False)
-    fig1, uncapped, fig2 = zw.run(config, log=lambda *a: None)
+    calibrate = zw.calibrate_fig1
+
+    def recorded(*args):
+        CALIBRATED[args] = calibrate(*args)
+        return CALIBRATED[args]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(zw, "calibrate_fig1", recorded)
+        fig1, uncapped, fig2 = zw.run(config, log=lambda *a: None)
     text = zw.write_outputs(fig1, uncapped, fig2, config, 1.0, log=lambda *a: None)
     return config, fig1, uncapped, fig2, text, out
 
@@ -218,13 +231,14 @@ def test_trials_reaches_exp2(monkeypatch):
 
 def test_stagewise_cut_off_is_searched(tiny):
     """Issue 59 item 9: c′ was fixed at ⌊√c⌋; the paper asks to search it. The c′ chosen
-    calibrates to a σ1 no larger than ⌊√c⌋'s."""
+    calibrates to a σ1 no larger than ⌊√c⌋'s. (The c = 4, T = 5 calibration is the tiny
+    run's own ``calibrate_fig1`` result, recorded by the fixture.)"""
     from svtjax import accounting as acc
 
     config, fig1, *_ = tiny
     (row,) = [r for r in fig1 if r["method"] == zw.FIG1_METHODS[4] and r["c"] == 4
               and r["threshold"] == 5.0]
-    mech = zw.calibrate_fig1(4, 5.0, config.epsilon, config.delta, config.stream)
+    mech = CALIBRATED[(4, 5.0, config.epsilon, config.delta, config.stream)]
     params = dict(mech[zw.FIG1_METHODS[4]]["params"], c_stage=2)
     import svtjax
     from svtjax.noise import Gaussian
