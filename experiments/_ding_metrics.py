@@ -198,7 +198,7 @@ def _answer_counts(out, scores, c, ctx):
     tp = jnp.sum(hit, axis=-1)
     n_true = jnp.sum(truth, axis=-1)
     mech = ctx.mech
-    if mech.name == "adaptive-svt-gap":
+    if mech.name in ("adaptive-svt-gap", "adaptive-svt-gap-authors"):  # both stopping rules
         eps0, eps1, _ = adaptive_budgets(mech)
         n_top = jnp.sum(top & (out.cost < 0.75 * eps1), axis=-1)  # top branch: ε2 = ε1/2
         first_c = top & (jnp.cumsum(top, axis=-1) <= c)

@@ -119,6 +119,12 @@ def test_adaptive_columns_are_sane(tiny):
         # boundary exceeds ε − ε1, so their difference is Monte Carlo noise around an exact 0:
         # beyond 4.5 SE with probability 7e-6 per cell
         assert r["authors_answers"] == pytest.approx(r["authors_top"] + r["authors_middle"])
+        # and the authors' rule's top-branch answers and budget left are counted as the other
+        # rule's (they were 0 when only the mechanism named adaptive-svt-gap was read): the same
+        # law here, so within the noise of two runs (4.5 SE, rate 7e-6 per cell)
+        se = math.hypot(r["remaining_pct_se"], r["authors_remaining_pct_se"])
+        assert r["authors_top"] > 0 and r["remaining_pct"] > 0, r
+        assert abs(r["authors_remaining_pct"] - r["remaining_pct"]) <= 4.5 * se + 1e-9, r
         assert (r["boundary_sums"], r["boundary_overshoot"]) == ding2019.boundary_overshoot(
             0.7, k) and r["boundary_overshoot"] == 0
         assert abs(r["rule_difference"]) <= 4.5 * r["rule_difference_se"] + 1e-12, r
