@@ -14,23 +14,41 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # xdist workers and subprocesse
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 OPT_LEVEL = os.environ.get("SVTJAX_TEST_OPT_LEVEL", "1")
-"""LLVM's optimisation level for the suite's XLA programs (``--xla_backend_optimization_level``;
-set before JAX starts its backend, inherited by the suite's subprocesses).
+"""LLVM's optimisation level for the suite's XLA programs (``--xla_backend_optimization_level``);
+empty: XLA's default (3). See :data:`SUITE_XLA_FLAGS`."""
 
-Most of a cold run is XLA compiling the suite's ~2,500 programs, most of that LLVM optimising
-their kernels. Level 1 compiles them in about 60% of the time of XLA's default (level 3; the
-bit-identity test file from an empty cache on the 2-core VM: 101 s against 159 s) and computes
-the same numbers: neither level reorders floating-point arithmetic (XLA CPU runs without fast
-math), both contract ``a*b + c`` into fused multiply-adds where XLA allows it, and
-``tests/test_bit_identity.py``'s Outcome hashes, recorded at the default level, hold bit for bit
-(level 0, which also skips that contraction, changes them). What level 1 gives up is run time
-(no loop vectorisation), which the suite's small runs do not notice; the speed benchmarks and
-the command line run at XLA's default. ``SVTJAX_TEST_OPT_LEVEL=3`` (or an
-``--xla_backend_optimization_level`` already in ``XLA_FLAGS``) runs the suite as users compile;
-``SVTJAX_TEST_OPT_LEVEL=`` (empty) leaves ``XLA_FLAGS`` alone."""
-if OPT_LEVEL and "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = " ".join(filter(None, [
-        os.environ.get("XLA_FLAGS"), f"--xla_backend_optimization_level={OPT_LEVEL}"]))
+SUITE_XLA_FLAGS = {} if os.environ.get("SVTJAX_TEST_AS_USERS") else {
+    "xla_backend_optimization_level": OPT_LEVEL,
+    "xla_cpu_use_fusion_emitters": "false",
+}
+"""How XLA compiles the suite's programs (set before JAX starts its backend, inherited by the
+suite's subprocesses): each flag is added to ``XLA_FLAGS`` unless ``XLA_FLAGS`` names it already.
+
+Most of a cold run is XLA compiling the suite's programs (about a thousand distinct ones), and
+most of that is per-kernel work: each fusion is a kernel of its own, emitted and compiled by
+LLVM separately. Two settings make that cheaper and compute the same numbers:
+
+* **LLVM level 1** instead of XLA's default 3: the bit-identity test file from an empty cache
+  compiled in about 60% of the time. Neither level reorders floating-point arithmetic (XLA CPU
+  runs without fast math) and both contract ``a*b + c`` into fused multiply-adds where XLA
+  allows it (level 0, which also skips that contraction, changes the numbers). It gives up run
+  time (no loop vectorisation), which the suite's small runs do not notice.
+* **XLA's elemental kernel emitter** (``--xla_cpu_use_fusion_emitters=false``) instead of its
+  MLIR fusion emitters, which pay a large fixed cost per kernel: small kernels (scalar budget
+  arithmetic, broadcasts, pads; an engine program has dozens) compile in about a third of the
+  time, large ones in about the same. A cold run of the whole suite (``-n 1``, empty caches,
+  both settings side by side on the 2-core VM) took 792 CPU-seconds with it against 990
+  without. XLA aborts at start on a flag it does not know: a jaxlib outside the pinned range
+  may need this entry removed (every jaxlib 0.10 knows it).
+
+``tests/test_bit_identity.py``'s Outcome hashes, recorded with XLA's defaults, hold bit for bit
+under both settings, so the suite's programs compute what users' programs compute. The speed
+benchmarks and the command line compile with XLA's defaults. ``SVTJAX_TEST_AS_USERS=1`` runs
+the suite as users compile (adds nothing to ``XLA_FLAGS``); ``SVTJAX_TEST_OPT_LEVEL=N`` sets
+the level alone (empty: XLA's default)."""
+_named = os.environ.get("XLA_FLAGS", "")
+os.environ["XLA_FLAGS"] = " ".join(filter(None, [_named] + [
+    f"--{flag}={value}" for flag, value in SUITE_XLA_FLAGS.items() if value and flag not in _named]))
 
 import jax  # noqa: E402
 import pytest  # noqa: E402
@@ -90,7 +108,7 @@ def subprocess_env(base=None, **extra) -> dict:
     the tests' compilation cache, both for the command line (``SVTJAX_CACHE_DIR``) and for plain
     ``jax`` code (``JAX_COMPILATION_CACHE_DIR``, every compilation cached), so that a subprocess
     does not recompile what the suite compiled before; with the cache off, ``SVTJAX_NO_CACHE``.
-    An ``XLA_FLAGS`` in ``extra`` is added to the inherited flags (:data:`OPT_LEVEL`'s)."""
+    An ``XLA_FLAGS`` in ``extra`` is added to the inherited flags (:data:`SUITE_XLA_FLAGS`)."""
     base = dict(os.environ if base is None else base)
     if "XLA_FLAGS" in extra:
         extra["XLA_FLAGS"] = " ".join(filter(None, [base.get("XLA_FLAGS"), extra["XLA_FLAGS"]]))

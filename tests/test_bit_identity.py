@@ -10,9 +10,9 @@ float32 ones (the same engine code path, a second compile of everything, so it i
 the suite's time budget). A mechanism added later has no record, which is fine: the records
 pin what existed.
 
-The records were made with XLA's default optimisation level; the suite compiles at LLVM level 1
-(``tests/conftest.py``, ``OPT_LEVEL``), so these hashes also check that the suite's programs
-compute what users' programs compute, bit for bit.
+The records were made with XLA's default compile settings; the suite compiles at LLVM level 1
+with XLA's elemental kernel emitter (``tests/conftest.py``, ``SUITE_XLA_FLAGS``), so these
+hashes also check that the suite's programs compute what users' programs compute, bit for bit.
 """
 
 import hashlib
