@@ -41,8 +41,10 @@ LLVM separately. Two settings make that cheaper and compute the same numbers:
   without. XLA aborts at start on a flag it does not know: a jaxlib outside the pinned range
   may need this entry removed (every jaxlib 0.10 knows it).
 
-``tests/test_bit_identity.py``'s Outcome hashes, recorded with XLA's defaults, hold bit for bit
-under both settings, so the suite's programs compute what users' programs compute. The speed
+``tests/test_bit_identity.py``'s Outcome hashes, recorded with XLA's defaults (every case of
+every mechanism registered then, float64 in the suite and float32 with
+``tests/data/check_outcomes.py f32``), hold bit for bit under both settings: on those cases the
+suite's programs compute what users' programs compute. The speed
 benchmarks and the command line compile with XLA's defaults. ``SVTJAX_TEST_AS_USERS=1`` runs
 the suite as users compile (adds nothing to ``XLA_FLAGS``); ``SVTJAX_TEST_OPT_LEVEL=N`` sets
 the level alone (empty: XLA's default)."""
